@@ -1,0 +1,13 @@
+"""jupyter-mcp: a Jupyter Server extension serving MCP at /mcp on the live notebooks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__version__ = "0.1.0"
+
+
+def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    from .app import JupyterMCPApp
+
+    return [{"module": "jupyter_mcp", "app": JupyterMCPApp}]

@@ -1,0 +1,152 @@
+"""The Jupyter Server extension: settings, the /mcp handler, start and stop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from jupyter_server.base.handlers import APIHandler
+from jupyter_server.extension.application import ExtensionApp
+from jupyter_server.utils import url_path_join
+from tornado import web
+from traitlets import Float, Unicode, default
+
+from .tornado_asgi import ASGIRequest, Lifespan
+
+MCP_PATH = "/mcp"
+AUTH_RESOURCE = "mcp"
+
+
+class MCPHandler(APIHandler):
+    """Serves GET, POST and DELETE on /mcp through the MCP Streamable HTTP app.
+
+    Jupyter authenticates the request and its authorizer is asked about the
+    ``mcp`` resource before any byte reaches MCP. A browser Origin that Jupyter's
+    ``allow_origin`` settings do not allow is refused with 403 even when a token is
+    sent, as the MCP spec asks of servers (DNS-rebinding protection).
+    """
+
+    auth_resource = AUTH_RESOURCE
+
+    def initialize(self, extension: JupyterMCPApp) -> None:
+        self.extension = extension
+        self._asgi: ASGIRequest | None = None
+
+    def skip_check_origin(self) -> bool:
+        # Jupyter skips the Origin check for token-authenticated requests; MCP must not.
+        return self.request.method == "OPTIONS"
+
+    async def prepare(self) -> None:  # type: ignore[override]
+        if not self.check_origin():
+            raise web.HTTPError(403, "Origin not allowed: %s" % self.request.headers.get("Origin"))
+        await super().prepare()
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        await self._serve()
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        await self._serve()
+
+    @web.authenticated
+    @authorized
+    async def delete(self) -> None:
+        await self._serve()
+
+    async def _serve(self) -> None:
+        user = self.current_user
+        username = getattr(user, "username", None) or str(user)
+        session_id = self.request.headers.get("Mcp-Session-Id")
+        sessions = self.extension.session_owners
+        if session_id and sessions.get(session_id, username) != username:
+            # Another user's session: answer as the transport does for an unknown one.
+            self.set_status(404)
+            self.finish({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}})
+            return
+        await self.extension.ready.wait()
+        self._asgi = ASGIRequest(self, MCP_PATH, {"jupyter_user": username})
+        await self._asgi.run(self.extension.asgi_app)
+        for name, value in self._asgi.response_headers:
+            if name == "mcp-session-id":
+                sessions[value] = username
+        if self.request.method == "DELETE" and session_id and self.get_status() < 300:
+            sessions.pop(session_id, None)
+
+    def on_connection_close(self) -> None:
+        if self._asgi is not None:
+            self._asgi.connection_closed()
+
+    def finish(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+        if self._asgi is not None:
+            kwargs.setdefault("set_content_type", self._headers.get("Content-Type") or "application/json")
+        return super().finish(*args, **kwargs)
+
+
+class JupyterMCPApp(ExtensionApp):
+    """Serves MCP (Streamable HTTP) at /mcp on the Jupyter server itself."""
+
+    name = "jupyter_mcp"
+    load_other_extensions = True
+
+    server_name = Unicode(
+        config=True,
+        help="Name the MCP server advertises to clients. Default: $MCP_SERVER_NAME, else 'jupyter'.",
+    )
+
+    @default("server_name")
+    def _default_server_name(self) -> str:
+        return os.environ.get("MCP_SERVER_NAME", "jupyter")
+
+    room_idle_timeout = Float(
+        config=True,
+        help="Seconds a room with no connected client and no MCP activity stays open before "
+        "the sweeper saves and closes it. Default: $MCP_ROOM_IDLE_TIMEOUT_SEC, else 600.",
+    )
+
+    @default("room_idle_timeout")
+    def _default_room_idle_timeout(self) -> float:
+        return float(os.environ.get("MCP_ROOM_IDLE_TIMEOUT_SEC", "600"))
+
+    room_sweep_interval = Float(
+        config=True,
+        help="Seconds between two runs of the idle-room sweeper. "
+        "Default: $MCP_ROOM_SWEEP_INTERVAL_SEC, else 60.",
+    )
+
+    @default("room_sweep_interval")
+    def _default_room_sweep_interval(self) -> float:
+        return float(os.environ.get("MCP_ROOM_SWEEP_INTERVAL_SEC", "60"))
+
+    def initialize_settings(self) -> None:
+        from .mcp_server import build_server
+
+        self.session_owners: dict[str, str] = {}
+        self.ready = asyncio.Event()
+        self.mcp = build_server(self)
+        self.asgi_app = self.mcp.http_app(path=MCP_PATH)
+        self._lifespan = Lifespan(self.asgi_app)
+
+    def initialize_handlers(self) -> None:
+        self.handlers.append((MCP_PATH, MCPHandler, {"extension": self}))
+
+    @property
+    def root_dir(self) -> str:
+        return os.path.abspath(self.serverapp.root_dir)
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        await self._lifespan.start()
+        self.ready.set()
+        self.log.info("jupyter_mcp: MCP server %r at %s", self.server_name, self.mcp_url)
+
+    @property
+    def mcp_url(self) -> str:
+        return url_path_join(self.serverapp.connection_url, MCP_PATH)
+
+    async def stop_extension(self) -> None:
+        self.ready.clear()
+        await self._lifespan.stop()

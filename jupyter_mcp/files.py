@@ -1,0 +1,75 @@
+"""Notebooks as files: listing the workspace and creating new notebooks.
+
+Creation goes through the server's contents manager, like JupyterLab's "New
+Notebook", so checkpoints, hooks and non-filesystem managers behave as for a person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from datetime import datetime, timezone
+from typing import Any
+
+import nbformat
+from jupyter_core.utils import ensure_async
+
+from .paths import NOTEBOOK_SUFFIX, PathError, to_os_path
+
+_create_lock = asyncio.Lock()
+
+
+def list_notebooks(root_dir: str, folder: str) -> list[dict[str, Any]]:
+    """Every .ipynb under ``folder`` (canonical), skipping hidden folders and checkpoints."""
+    base = to_os_path(root_dir, folder)
+    if not os.path.isdir(base):
+        raise PathError(folder or "/", "folder does not exist in the workspace")
+    root = os.path.abspath(root_dir)
+    found = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.startswith(".") or not name.endswith(NOTEBOOK_SUFFIX):
+                continue
+            full = os.path.join(dirpath, name)
+            try:
+                stat = os.stat(full)
+            except OSError:
+                continue  # a dangling symlink or a file removed while walking
+            found.append(
+                {
+                    "path": os.path.relpath(full, root).replace(os.sep, "/"),
+                    "size": stat.st_size,
+                    "last_modified": datetime.fromtimestamp(stat.st_mtime, timezone.utc).isoformat(),
+                }
+            )
+    return sorted(found, key=lambda item: item["path"])
+
+
+def new_notebook(kernel_name: str, display_name: str, language: str) -> nbformat.NotebookNode:
+    """A valid, empty nbformat 4.5 notebook bound to the given kernelspec."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": display_name, "language": language}
+    nb.metadata["language_info"] = {"name": language}
+    nbformat.validate(nb)
+    return nb
+
+
+async def create_notebook(serverapp: Any, canonical: str, kernel_name: str | None) -> dict[str, Any]:
+    """Create ``canonical`` (which must not exist) with the given or default kernelspec."""
+    ksm = serverapp.kernel_spec_manager
+    name = kernel_name or serverapp.kernel_manager.default_kernel_name
+    specs = await ensure_async(ksm.get_all_specs())
+    if name not in specs:
+        raise ValueError(f"unknown kernel {name!r}; available: {', '.join(sorted(specs))}")
+    spec = specs[name]["spec"]
+    cm = serverapp.contents_manager
+    parent = os.path.dirname(canonical)
+    async with _create_lock:
+        if await ensure_async(cm.exists(canonical)):
+            raise FileExistsError(f"a file already exists at {canonical!r}; nothing was overwritten")
+        if parent and not await ensure_async(cm.dir_exists(parent)):
+            raise PathError(parent, "folder does not exist in the workspace")
+        nb = new_notebook(name, spec.get("display_name", name), spec.get("language", ""))
+        await ensure_async(cm.save({"type": "notebook", "format": "json", "content": nb}, canonical))
+    return {"path": canonical, "kernel_name": name, "cells": 0}

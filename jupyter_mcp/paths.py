@@ -1,0 +1,101 @@
+"""The path layer: every path a client gives becomes ONE canonical workspace path.
+
+``foo.ipynb``, ``./foo.ipynb``, ``/foo.ipynb``, ``<root>/foo.ipynb`` all name the
+same notebook, so they must reach the file-id manager (and so the room) as the same
+string: ``foo.ipynb``. Anything that could leave the workspace is refused here,
+before any other layer sees it, with an error naming the path and the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+
+MAX_PATH_CHARS = 4096
+MAX_NAME_BYTES = 255
+NOTEBOOK_SUFFIX = ".ipynb"
+
+
+class PathError(ValueError):
+    """A path was refused; the message names the path and why."""
+
+    def __init__(self, path: object, reason: str) -> None:
+        shown = repr(path)
+        if len(shown) > 120:
+            shown = shown[:100] + "…(" + str(len(shown)) + " chars)"
+        super().__init__(f"{reason}: {shown}")
+        self.path = path
+        self.reason = reason
+
+
+def _is_within(child: str, parent: str) -> bool:
+    return child == parent or child.startswith(parent.rstrip("/") + "/")
+
+
+def canonical_path(root_dir: str, path: object, *, notebook: bool = True) -> str:
+    """Turn a client path into the canonical workspace-relative path, or raise PathError.
+
+    ``notebook=True`` also requires a ``.ipynb`` file name; ``notebook=False`` accepts a
+    folder too, where ``""`` (or ``/`` or ``.``) is the workspace root itself.
+    """
+    if not isinstance(path, str):
+        raise PathError(path, f"path must be a string, not {type(path).__name__}")
+    if "\x00" in path:
+        raise PathError(path, "path contains a NUL byte")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in path):
+        raise PathError(path, "path contains a control character")
+    if len(path) > MAX_PATH_CHARS:
+        raise PathError(path, f"path is longer than {MAX_PATH_CHARS} characters")
+    if not path.strip() and notebook:
+        raise PathError(path, "path is empty")
+
+    root = os.path.abspath(root_dir)
+    real_root = os.path.realpath(root)
+    rel = _workspace_relative(path, root, real_root)
+
+    normalized = posixpath.normpath(rel) if rel else "."
+    if normalized == ".":
+        normalized = ""
+    if normalized == ".." or normalized.startswith("../"):
+        raise PathError(path, "path escapes the workspace")
+    for part in normalized.split("/") if normalized else []:
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+            raise PathError(path, f"a path component is longer than {MAX_NAME_BYTES} bytes")
+
+    resolved = os.path.realpath(os.path.join(real_root, normalized))
+    if not _is_within(resolved, real_root):
+        raise PathError(path, "path resolves outside the workspace (through a symlink)")
+
+    if notebook:
+        if not normalized:
+            raise PathError(path, "path names the workspace folder, not a notebook")
+        if not normalized.endswith(NOTEBOOK_SUFFIX) or posixpath.basename(normalized) == NOTEBOOK_SUFFIX:
+            raise PathError(path, "not a notebook path (it must end in .ipynb)")
+    return normalized
+
+
+def _workspace_relative(path: str, root: str, real_root: str) -> str:
+    """Strip the workspace root from an absolute path; refuse host paths outside it.
+
+    Components are compared without collapsing ``..``, so ``<root>/../x`` stays an
+    escape (``../x``) instead of being silently folded into something else.
+    """
+    if not path.startswith("/"):
+        return path
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    for candidate_root in (root, real_root):
+        root_parts = [p for p in candidate_root.split("/") if p]
+        if parts[: len(root_parts)] == root_parts:
+            return "/".join(parts[len(root_parts):])
+    # "/foo.ipynb" is the Jupyter API's way of naming a workspace file, but
+    # "/etc/x.ipynb" or "/home/me/x.ipynb" is a host path: its first folder exists
+    # on the host and not in the workspace.
+    if len(parts) > 1 and parts[0] != "..":
+        if os.path.isdir("/" + parts[0]) and not os.path.exists(os.path.join(root, parts[0])):
+            raise PathError(path, "absolute path outside the workspace")
+    return "/".join(parts)
+
+
+def to_os_path(root_dir: str, canonical: str) -> str:
+    """The filesystem path of a canonical workspace path."""
+    return os.path.join(os.path.abspath(root_dir), canonical)

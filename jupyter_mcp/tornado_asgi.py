@@ -1,0 +1,166 @@
+"""An in-process Tornado ⇄ ASGI bridge.
+
+Neither fastmcp nor the MCP SDK ships one. The bridge runs an ASGI app inside the
+Jupyter server's own event loop: a Tornado handler turns its request into an ASGI
+``http`` scope, streams every body chunk the app sends straight to the socket (so
+SSE events reach the client as they are produced), and reports the client going
+away as ``http.disconnect``. The app's lifespan runs as a task for as long as the
+extension lives, because the MCP session manager only works inside it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from tornado.iostream import StreamClosedError
+from tornado.web import RequestHandler
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
+
+log = logging.getLogger(__name__)
+
+
+class Lifespan:
+    """Runs an ASGI app's lifespan protocol as a background task."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._inbox: asyncio.Queue[Message] = asyncio.Queue()
+        self._started = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._failure: str | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Start the lifespan and wait until the app reports startup complete."""
+        self._task = asyncio.create_task(self._run(), name="jupyter-mcp-asgi-lifespan")
+        await self._inbox.put({"type": "lifespan.startup"})
+        await self._started.wait()
+        if self._failure:
+            raise RuntimeError(f"ASGI lifespan startup failed: {self._failure}")
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Ask the app to shut down and wait for it, then make sure the task is gone."""
+        if self._task is None or self._task.done():
+            return
+        await self._inbox.put({"type": "lifespan.shutdown"})
+        try:
+            await asyncio.wait_for(self._stopped.wait(), timeout)
+        except asyncio.TimeoutError:
+            log.warning("ASGI lifespan shutdown did not complete in %ss; cancelling it", timeout)
+        if not self._task.done():
+            self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
+        try:
+            await self._app(scope, self._inbox.get, self._send)
+        except Exception as exc:  # an app that raises during lifespan never started
+            self._failure = self._failure or repr(exc)
+            log.exception("ASGI lifespan raised")
+        finally:
+            self._started.set()
+            self._stopped.set()
+
+    async def _send(self, message: Message) -> None:
+        kind = message["type"]
+        if kind == "lifespan.startup.complete":
+            self._started.set()
+        elif kind == "lifespan.startup.failed":
+            self._failure = message.get("message", "unknown error")
+            self._started.set()
+        elif kind in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
+            self._stopped.set()
+
+
+class ASGIRequest:
+    """One Tornado request served by an ASGI app, streamed as it is produced."""
+
+    def __init__(self, handler: RequestHandler, path: str, extra_scope: dict[str, Any] | None = None) -> None:
+        self.handler = handler
+        self.path = path
+        self.extra_scope = extra_scope or {}
+        self.disconnected = asyncio.Event()
+        self._body_sent = False
+        self._started = False
+        self.response_headers: list[tuple[str, str]] = []
+
+    def scope(self) -> Scope:
+        request = self.handler.request
+        host, _, port = request.host.partition(":")
+        headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in request.headers.get_all()]
+        return {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": request.version.removeprefix("HTTP/") if request.version else "1.1",
+            "method": request.method,
+            "scheme": request.protocol,
+            "path": self.path,
+            "raw_path": self.path.encode(),
+            "root_path": "",
+            "query_string": request.query.encode("latin-1"),
+            "headers": headers,
+            "client": (request.remote_ip, 0),
+            "server": (host, int(port) if port.isdigit() else (443 if request.protocol == "https" else 80)),
+            "state": {},
+            **self.extra_scope,
+        }
+
+    async def receive(self) -> Message:
+        if not self._body_sent:
+            self._body_sent = True
+            return {"type": "http.request", "body": self.handler.request.body or b"", "more_body": False}
+        await self.disconnected.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(self, message: Message) -> None:
+        if self.disconnected.is_set():
+            return
+        kind = message["type"]
+        handler = self.handler
+        if kind == "http.response.start":
+            self._started = True
+            handler.set_status(message["status"])
+            handler.clear_header("Content-Type")
+            for raw_name, raw_value in message.get("headers", []):
+                name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
+                self.response_headers.append((name.lower(), value))
+                handler.add_header(name, value)
+            if dict(self.response_headers).get("content-type", "").startswith("text/event-stream"):
+                await self._flush()  # a stream's client must see its headers before the first event
+        elif kind == "http.response.body":
+            body = message.get("body", b"")
+            if body:
+                handler.write(body)
+            if message.get("more_body", False):
+                await self._flush()
+
+    async def _flush(self) -> None:
+        try:
+            await self.handler.flush()
+        except StreamClosedError:
+            self.disconnected.set()
+
+    async def run(self, app: ASGIApp) -> None:
+        """Serve the request through ``app``; finish the Tornado response when it is done."""
+        try:
+            await app(self.scope(), self.receive, self.send)
+        finally:
+            self.disconnected.set()
+        if not self._started:
+            self.handler.set_status(500)
+        if not self.handler._finished:
+            try:
+                self.handler.finish()
+            except StreamClosedError:
+                pass
+
+    def connection_closed(self) -> None:
+        """Called from the handler's ``on_connection_close``: the client went away."""
+        self.disconnected.set()

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from live import LiveServer  # noqa: E402
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+
+@pytest.fixture
+def jp_server_config():
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_mcp": True, "jupyter_server_ydoc": True,
+                                                  "jupyter_server_fileid": True}}}
+
+
+@pytest.fixture
+def mcp_url(jp_serverapp, http_server, jp_base_url, http_server_port, jp_asyncio_loop):
+    """The /mcp URL of the in-process server, started as `jupyter server` starts it."""
+    jp_asyncio_loop.run_until_complete(jp_serverapp.extension_manager.start_all_extensions())
+    port = http_server_port[1]
+    return f"http://127.0.0.1:{port}{jp_base_url}mcp"
+
+
+@pytest.fixture
+def mcp_ext(jp_serverapp):
+    """The running JupyterMCPApp of the in-process server."""
+    return jp_serverapp.extension_manager.extension_apps["jupyter_mcp"].copy().pop()
+
+
+@pytest.fixture
+def jp_token(jp_serverapp):
+    return jp_serverapp.identity_provider.token
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory):
+    """One real `jupyter lab` process shared by the integration tests."""
+    server = LiveServer(tmp_path_factory.mktemp("live")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def live_factory(tmp_path):
+    """Start extra `jupyter lab` processes with their own settings; all stopped at the end."""
+    started: list[LiveServer] = []
+
+    def make(**kwargs) -> LiveServer:
+        server = LiveServer(tmp_path / f"server{len(started)}", **kwargs)
+        started.append(server)
+        return server.start()
+
+    yield make
+    for server in started:
+        server.stop()

@@ -1,0 +1,106 @@
+"""A real `jupyter lab` process from the installed package, for integration tests."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LiveServer:
+    """Starts `jupyter lab` on a free port with its own workspace and Jupyter dirs."""
+
+    def __init__(self, base: Path, *, env: dict[str, str] | None = None, args: list[str] | None = None,
+                 base_url: str = "/") -> None:
+        self.base = base
+        self.root = base / "workspace"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.token = secrets.token_hex(16)
+        self.port = free_port()
+        self.base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self.extra_env = env or {}
+        self.args = args or []
+        self.log_path = base / "jupyter.log"
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}{self.base_url}"
+
+    @property
+    def mcp_url(self) -> str:
+        return self.url + "mcp"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"token {self.token}"}
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            JUPYTER_CONFIG_DIR=str(self.base / "config"),
+            JUPYTER_DATA_DIR=str(self.base / "data"),
+            JUPYTER_RUNTIME_DIR=str(self.base / "runtime"),
+            JUPYTER_PLATFORM_DIRS="1",
+            PYTHONUNBUFFERED="1",
+        )
+        env.update(self.extra_env)
+        return env
+
+    def start(self, timeout: float = 60) -> LiveServer:
+        cmd = [
+            sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+            f"--port={self.port}", "--ip=127.0.0.1", "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+            f"--ServerApp.base_url={self.base_url}", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            *self.args,
+        ]
+        self.log_file = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, env=self.environment(), stdout=self.log_file, stderr=subprocess.STDOUT,
+                                     cwd=self.base)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter lab exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                r = httpx.post(self.mcp_url, headers=self.headers, timeout=2)
+                if r.status_code == 400:  # routed and the MCP app is up
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"jupyter lab did not come up in {timeout}s:\n{self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int | None:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else None
+        self.proc.send_signal(sig)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log_file.close()
+        return self.proc.returncode
+
+    def restart(self) -> LiveServer:
+        self.stop()
+        self.port = free_port()
+        return self.start()

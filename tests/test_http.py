@@ -1,0 +1,178 @@
+"""/mcp over HTTP on an in-process Jupyter server: auth, origin, eras, streaming, sessions."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+from fastmcp import Context
+
+from jupyter_mcp.client import LEGACY, MODERN, connect
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+}
+MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+
+
+async def _initialize(http: httpx.AsyncClient, url: str, auth: dict) -> str:
+    r = await http.post(url, json=INIT, headers={**MCP_HEADERS, **auth})
+    assert r.status_code == 200, r.text
+    return r.headers["mcp-session-id"]
+
+
+@pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
+async def test_unauthenticated_refused_on_every_method(mcp_url, jp_token, method):
+    async with httpx.AsyncClient() as http:
+        sid = await _initialize(http, mcp_url, {"Authorization": f"token {jp_token}"})
+    for headers in ({}, {"Authorization": "token wrong"}, {"Authorization": "Bearer wrong"}):
+        async with httpx.AsyncClient(timeout=5) as http:  # no cookie from the session above
+            r = await http.request(method, mcp_url, json=INIT if method == "POST" else None,
+                                   headers={**MCP_HEADERS, "mcp-session-id": sid, **headers})
+            assert r.status_code in (401, 403), (method, headers, r.status_code)
+            assert "jsonrpc" not in r.text  # refused before any MCP processing
+
+
+@pytest.mark.parametrize("scheme", ["token", "Bearer"])
+async def test_token_and_bearer_open_a_session_and_delete_ends_it(mcp_url, jp_token, scheme):
+    auth = {"Authorization": f"{scheme} {jp_token}"}
+    async with httpx.AsyncClient() as http:
+        sid = await _initialize(http, mcp_url, auth)
+        headers = {**MCP_HEADERS, **auth, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        r = await http.post(mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        assert r.status_code == 202
+        r = await http.post(mcp_url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers)
+        assert r.status_code == 200 and "notebook_list" in r.text
+        r = await http.delete(mcp_url, headers=headers)
+        assert r.status_code == 200
+        r = await http.post(mcp_url, json={"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, headers=headers)
+        assert r.status_code == 404  # the session is gone
+
+
+async def test_get_opens_the_standalone_sse_stream(mcp_url, jp_token):
+    auth = {"Authorization": f"token {jp_token}"}
+    async with httpx.AsyncClient() as http:
+        sid = await _initialize(http, mcp_url, auth)
+        headers = {**auth, "Accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        async with http.stream("GET", mcp_url, headers=headers, timeout=10) as r:
+            assert r.status_code == 200
+            assert r.headers["content-type"].startswith("text/event-stream")
+
+
+async def test_empty_post_is_400_not_404(mcp_url, jp_token):
+    async with httpx.AsyncClient() as http:
+        r = await http.post(mcp_url, headers={"Authorization": f"token {jp_token}"})
+        assert r.status_code == 400
+
+
+@pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
+async def test_foreign_origin_refused_even_with_token(mcp_url, jp_token, method):
+    async with httpx.AsyncClient() as http:
+        headers = {**MCP_HEADERS, "Authorization": f"token {jp_token}", "Origin": "http://evil.example"}
+        r = await http.request(method, mcp_url, json=INIT if method == "POST" else None, headers=headers)
+        assert r.status_code == 403
+        assert "Origin" in r.text
+
+
+async def test_same_origin_accepted(mcp_url, jp_token):
+    host = mcp_url.split("/")[2]
+    async with httpx.AsyncClient() as http:
+        headers = {**MCP_HEADERS, "Authorization": f"token {jp_token}", "Origin": f"http://{host}"}
+        r = await http.post(mcp_url, json=INIT, headers=headers)
+        assert r.status_code == 200
+
+
+class TestAllowedOrigin:
+    @pytest.fixture
+    def jp_server_config(self):
+        return {"ServerApp": {"allow_origin": "https://lab.example.org",
+                              "jpserver_extensions": {"jupyter_mcp": True}}}
+
+    async def test_allow_origin_is_respected(self, mcp_url, jp_token):
+        async with httpx.AsyncClient() as http:
+            base = {**MCP_HEADERS, "Authorization": f"token {jp_token}"}
+            ok = await http.post(mcp_url, json=INIT, headers={**base, "Origin": "https://lab.example.org"})
+            bad = await http.post(mcp_url, json=INIT, headers={**base, "Origin": "https://other.example.org"})
+            assert (ok.status_code, bad.status_code) == (200, 403)
+
+
+class TestBaseUrl:
+    @pytest.fixture
+    def jp_base_url(self):
+        return "/prefix/"
+
+    async def test_mcp_lives_under_base_url(self, mcp_url, jp_token):
+        assert "/prefix/mcp" in mcp_url
+        async with connect(mcp_url, jp_token) as client:
+            tools = await client.list_tools()
+            assert {"notebook_list", "notebook_create"} <= {t.name for t in tools.tools}
+        async with httpx.AsyncClient() as http:
+            root = mcp_url.replace("/prefix/mcp", "/mcp")
+            r = await http.post(root, headers={"Authorization": f"token {jp_token}"})
+            assert r.status_code == 404
+
+
+class TestAuthorizer:
+    """Jupyter's authorizer is asked about the 'mcp' resource: a deployment can deny it."""
+
+    @pytest.fixture
+    def jp_server_config(self):
+        return {"ServerApp": {"authorizer_class": "test_http.DenyMCP",
+                              "jpserver_extensions": {"jupyter_mcp": True}}}
+
+    async def test_denied_by_authorizer(self, mcp_url, jp_token):
+        async with httpx.AsyncClient() as http:
+            r = await http.post(mcp_url, json=INIT, headers={**MCP_HEADERS, "Authorization": f"token {jp_token}"})
+            assert r.status_code == 403
+            status = await http.get(mcp_url.replace("/mcp", "/api/status"),
+                                    headers={"Authorization": f"token {jp_token}"})
+            assert status.status_code == 200  # only MCP is denied
+
+
+from jupyter_server.auth.authorizer import Authorizer  # noqa: E402
+
+
+class DenyMCP(Authorizer):
+    def is_authorized(self, handler, user, action, resource):
+        return resource != "mcp"
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_both_protocol_eras(mcp_url, jp_token, mode):
+    async with connect(mcp_url, jp_token, mode=mode) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert {"notebook_list", "notebook_create"} <= tools
+        result = await client.call_tool("notebook_list", {})
+        assert result.is_error is False
+        assert result.structured_content == {"notebooks": []}
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_notification_reaches_client_before_result(mcp_url, jp_token, mcp_ext, mode):
+    """The SSE response is flushed event by event, not buffered until the call ends.
+
+    The tool only returns once the client has seen its progress notification, so a
+    buffering bridge would make it answer "notification never arrived".
+    """
+    client_saw_it = asyncio.Event()
+
+    @mcp_ext.mcp.tool
+    async def slow_talker(ctx: Context) -> str:
+        await ctx.report_progress(1, 2, "first")
+        try:
+            await asyncio.wait_for(client_saw_it.wait(), 20)
+        except asyncio.TimeoutError:
+            return "notification never arrived"
+        return "done"
+
+    async def on_progress(progress, total, message):
+        assert message == "first"
+        client_saw_it.set()
+
+    async with connect(mcp_url, jp_token, mode=mode) as client:
+        result = await client.call_tool("slow_talker", {}, progress_callback=on_progress)
+    assert result.content[0].text == "done"
