@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 from typing import Any
 
@@ -13,6 +14,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 from traitlets import Float, Unicode, default
 
+from . import rtc_adapter
 from .tornado_asgi import ASGIRequest, Lifespan
 
 MCP_PATH = "/mcp"
@@ -58,9 +60,22 @@ class MCPHandler(APIHandler):
     async def delete(self) -> None:
         await self._serve()
 
-    async def _serve(self) -> None:
+    def principal(self) -> str:
+        """Who is asking, for scoping sessions and tasks.
+
+        With Jupyter's shared server token every holder of the token is the same
+        principal (Jupyter would otherwise invent a new anonymous user per request
+        that carries no cookie); any other identity is the user's own name.
+        """
+        provider = self.identity_provider
+        server_token = getattr(provider, "token", "")
+        if server_token and self.token_authenticated and provider.get_token(self) == server_token:
+            return "token:" + hashlib.sha256(server_token.encode()).hexdigest()[:16]
         user = self.current_user
-        username = getattr(user, "username", None) or str(user)
+        return getattr(user, "username", None) or str(user)
+
+    async def _serve(self) -> None:
+        username = self.principal()
         session_id = self.request.headers.get("Mcp-Session-Id")
         sessions = self.extension.session_owners
         if session_id and sessions.get(session_id, username) != username:
@@ -69,6 +84,8 @@ class MCPHandler(APIHandler):
             self.finish({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}})
             return
         await self.extension.ready.wait()
+        if self.extension.start_error:
+            raise web.HTTPError(503, "jupyter_mcp failed to start: %s" % self.extension.start_error)
         self._asgi = ASGIRequest(self, MCP_PATH, {"jupyter_user": username})
         await self._asgi.run(self.extension.asgi_app)
         for name, value in self._asgi.response_headers:
@@ -127,6 +144,7 @@ class JupyterMCPApp(ExtensionApp):
 
         self.session_owners: dict[str, str] = {}
         self.ready = asyncio.Event()
+        self.start_error: str | None = None
         self.mcp = build_server(self)
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)
         self._lifespan = Lifespan(self.asgi_app)
@@ -139,8 +157,15 @@ class JupyterMCPApp(ExtensionApp):
         return os.path.abspath(self.serverapp.root_dir)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
-        await self._lifespan.start()
-        self.ready.set()
+        try:
+            await rtc_adapter.ensure_websocket_server(serverapp)
+            await self._lifespan.start()
+        except Exception as exc:
+            self.start_error = f"{type(exc).__name__}: {exc}"
+            self.log.error("jupyter_mcp could not start: %s", self.start_error)
+            raise
+        finally:
+            self.ready.set()
         self.log.info("jupyter_mcp: MCP server %r at %s", self.server_name, self.mcp_url)
 
     @property

@@ -65,7 +65,7 @@ class LiveServer:
             sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
             f"--port={self.port}", "--ip=127.0.0.1", "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-            f"--ServerApp.base_url={self.base_url}", "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            f"--ServerApp.base_url={self.base_url}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
             *self.args,
         ]
         self.log_file = open(self.log_path, "ab")

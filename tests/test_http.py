@@ -90,7 +90,7 @@ class TestAllowedOrigin:
     @pytest.fixture
     def jp_server_config(self):
         return {"ServerApp": {"allow_origin": "https://lab.example.org",
-                              "jpserver_extensions": {"jupyter_mcp": True}}}
+                              "jpserver_extensions": {"jupyter_mcp": True, "jupyter_server_ydoc": True}}}
 
     async def test_allow_origin_is_respected(self, mcp_url, jp_token):
         async with httpx.AsyncClient() as http:
@@ -122,7 +122,7 @@ class TestAuthorizer:
     @pytest.fixture
     def jp_server_config(self):
         return {"ServerApp": {"authorizer_class": "test_http.DenyMCP",
-                              "jpserver_extensions": {"jupyter_mcp": True}}}
+                              "jpserver_extensions": {"jupyter_mcp": True, "jupyter_server_ydoc": True}}}
 
     async def test_denied_by_authorizer(self, mcp_url, jp_token):
         async with httpx.AsyncClient() as http:
@@ -176,3 +176,28 @@ async def test_notification_reaches_client_before_result(mcp_url, jp_token, mcp_
     async with connect(mcp_url, jp_token, mode=mode) as client:
         result = await client.call_tool("slow_talker", {}, progress_callback=on_progress)
     assert result.content[0].text == "done"
+
+
+async def test_cookieless_token_requests_keep_their_session(mcp_url, jp_token):
+    """A client that keeps no cookies (curl, many agents) is still one principal."""
+    auth = {"Authorization": f"Bearer {jp_token}"}
+    async with httpx.AsyncClient() as http:
+        sid = await _initialize(http, mcp_url, auth)
+    async with httpx.AsyncClient() as fresh:
+        headers = {**MCP_HEADERS, **auth, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        r = await fresh.post(mcp_url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=headers)
+        assert r.status_code == 200 and "notebook_create" in r.text
+
+
+class TestWithoutYdoc:
+    """A server missing jupyter-server-ydoc answers 503 with the reason instead of hanging."""
+
+    @pytest.fixture
+    def jp_server_config(self):
+        return {"ServerApp": {"jpserver_extensions": {"jupyter_mcp": True, "jupyter_server_ydoc": False}}}
+
+    async def test_clear_503(self, mcp_url, jp_token):
+        async with httpx.AsyncClient(timeout=10) as http:
+            r = await http.post(mcp_url, json=INIT, headers={**MCP_HEADERS, "Authorization": f"token {jp_token}"})
+        assert r.status_code == 503
+        assert "jupyter-server-ydoc is not enabled" in r.text

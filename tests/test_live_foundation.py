@@ -1,0 +1,110 @@
+"""The foundation against a real `jupyter lab` process started from the installed package."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+
+import httpx
+import nbformat
+import pytest
+
+from jupyter_mcp.client import LEGACY, MODERN, connect
+
+
+def test_extension_is_enabled_and_ok():
+    out = subprocess.run([sys.executable, "-m", "jupyter", "server", "extension", "list"],
+                         capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    assert "jupyter_mcp" in text
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("jupyter_mcp") and "enabled" in ln)
+    assert "enabled" in line
+    assert any("jupyter_mcp" in ln and "OK" in ln for ln in text.splitlines())
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_client_lists_tools_and_creates_a_notebook(live, mode):
+    name = f"created-{mode}.ipynb"
+    async with connect(live.mcp_url, live.token, mode=mode) as client:
+        tools = {t.name for t in (await client.list_tools()).tools}
+        assert {"notebook_list", "notebook_create"} <= tools
+        created = await client.call_tool("notebook_create", {"path": name})
+        assert created.is_error is False, created.content
+        assert created.structured_content["path"] == name
+        listed = await client.call_tool("notebook_list", {})
+        assert name in [n["path"] for n in listed.structured_content["notebooks"]]
+    nb = nbformat.read(live.root / name, as_version=4)
+    nbformat.validate(nb)
+    assert (nb.nbformat, nb.nbformat_minor) == (4, 5)
+    assert nb.metadata.kernelspec.name == "python3"
+    assert nb.cells == []
+
+
+async def test_create_refuses_existing_and_bad_paths(live):
+    target = live.root / "keep.ipynb"
+    target.write_text(json.dumps(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("precious")])))
+    before = target.read_bytes()
+    async with connect(live.mcp_url, live.token) as client:
+        again = await client.call_tool("notebook_create", {"path": "/keep.ipynb"})
+        assert again.is_error and "already exists" in again.content[0].text
+        for bad, reason in [("../x.ipynb", "escapes"), ("/etc/x.ipynb", "outside the workspace"),
+                            ("notes.txt", "not a notebook"), ("nofolder/x.ipynb", "folder does not exist"),
+                            ("", "empty")]:
+            result = await client.call_tool("notebook_create", {"path": bad})
+            assert result.is_error, bad
+            assert reason in result.content[0].text, (bad, result.content[0].text)
+        unknown = await client.call_tool("notebook_create", {"path": "k.ipynb", "kernel_name": "nope"})
+        assert unknown.is_error and "unknown kernel" in unknown.content[0].text
+    assert target.read_bytes() == before
+    assert not (live.root / "k.ipynb").exists()
+
+
+async def test_notebook_list_skips_hidden_and_checkpoints(live):
+    (live.root / "lst" / ".hidden").mkdir(parents=True)
+    (live.root / "lst" / ".ipynb_checkpoints").mkdir()
+    (live.root / "lst" / "deep" / "er").mkdir(parents=True)
+    for rel in ["lst/a.ipynb", "lst/deep/er/b.ipynb", "lst/.hidden/h.ipynb", "lst/.ipynb_checkpoints/a-checkpoint.ipynb",
+                "lst/.dot.ipynb", "lst/notes.txt"]:
+        (live.root / rel).write_text("{}")
+    async with connect(live.mcp_url, live.token) as client:
+        result = await client.call_tool("notebook_list", {"folder": "lst"})
+        assert [n["path"] for n in result.structured_content["notebooks"]] == ["lst/a.ipynb", "lst/deep/er/b.ipynb"]
+        missing = await client.call_tool("notebook_list", {"folder": "nope"})
+        assert missing.is_error and "does not exist" in missing.content[0].text
+
+
+def test_unauthenticated_methods_refused(live):
+    for method in ("GET", "POST", "DELETE"):
+        r = httpx.request(method, live.mcp_url, timeout=10)
+        assert r.status_code in (401, 403), method
+    assert httpx.post(live.mcp_url, headers=live.headers, timeout=10).status_code == 400
+
+
+def test_sigterm_exits_quickly_without_traceback(live_factory):
+    server = live_factory()
+
+    async def use_it():
+        async with connect(server.mcp_url, server.token) as client:
+            await client.call_tool("notebook_create", {"path": "t.ipynb"})
+            await client.list_tools()
+
+    asyncio.run(use_it())
+    held_open = httpx.Client(headers={**server.headers, "Accept": "application/json, text/event-stream"})
+    init = held_open.post(server.mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    sid = init.headers["mcp-session-id"]
+    stream = held_open.stream("GET", server.mcp_url, headers={"mcp-session-id": sid,
+                                                              "mcp-protocol-version": "2025-11-25",
+                                                              "Accept": "text/event-stream"})
+    stream.__enter__()  # an open standalone SSE stream must not hold the shutdown up
+    started = time.monotonic()
+    rc = server.stop(timeout=30)
+    elapsed = time.monotonic() - started
+    log = server.log()
+    assert elapsed < 10, f"shutdown took {elapsed:.1f}s"
+    assert rc == 0, log[-3000:]
+    for bad in ("Traceback", "Task was destroyed", "never retrieved", "Exception in callback"):
+        assert bad not in log, log[-3000:]
