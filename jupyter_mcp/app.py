@@ -14,7 +14,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 from traitlets import Float, Unicode, default
 
-from . import rtc_adapter
+from .rtc_adapter import Rooms
 from .tornado_asgi import ASGIRequest, Lifespan
 
 MCP_PATH = "/mcp"
@@ -145,6 +145,8 @@ class JupyterMCPApp(ExtensionApp):
         self.session_owners: dict[str, str] = {}
         self.ready = asyncio.Event()
         self.start_error: str | None = None
+        self.rooms = Rooms(self.serverapp, self.root_dir, idle_timeout=self.room_idle_timeout,
+                           sweep_interval=self.room_sweep_interval)
         self.mcp = build_server(self)
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)
         self._lifespan = Lifespan(self.asgi_app)
@@ -158,7 +160,7 @@ class JupyterMCPApp(ExtensionApp):
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         try:
-            await rtc_adapter.ensure_websocket_server(serverapp)
+            await self.rooms.start()
             await self._lifespan.start()
         except Exception as exc:
             self.start_error = f"{type(exc).__name__}: {exc}"
@@ -173,5 +175,5 @@ class JupyterMCPApp(ExtensionApp):
         return url_path_join(self.serverapp.connection_url, MCP_PATH)
 
     async def stop_extension(self) -> None:
-        self.ready.clear()
+        await self.rooms.stop()  # first: every edit MCP made is written before rooms go
         await self._lifespan.stop()

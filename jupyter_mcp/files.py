@@ -13,7 +13,9 @@ from typing import Any
 
 import nbformat
 from jupyter_core.utils import ensure_async
+from tornado import web
 
+from .errors import NotebookError
 from .paths import NOTEBOOK_SUFFIX, PathError, to_os_path
 
 _create_lock = asyncio.Lock()
@@ -46,30 +48,52 @@ def list_notebooks(root_dir: str, folder: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda item: item["path"])
 
 
-def new_notebook(kernel_name: str, display_name: str, language: str) -> nbformat.NotebookNode:
-    """A valid, empty nbformat 4.5 notebook bound to the given kernelspec."""
-    nb = nbformat.v4.new_notebook()
+def new_notebook(kernel_name: str, display_name: str, language: str,
+                 cells: list[dict[str, Any]] | None = None) -> nbformat.NotebookNode:
+    """A valid nbformat 4.5 notebook bound to the given kernelspec.
+
+    Without ``cells`` it holds one empty code cell: a notebook with none opens with
+    one anyway (jupyter-ydoc adds it), so writing it makes disk and room agree and
+    gives the agent its id.
+    """
+    made = []
+    for spec in cells or [{"cell_type": "code", "source": ""}]:
+        if not isinstance(spec, dict):
+            raise NotebookError("each cell must be an object like {'cell_type': 'code', 'source': '...'}")
+        kind, source = spec.get("cell_type", "code"), spec.get("source", "")
+        if not isinstance(source, str):
+            raise NotebookError("a cell's source must be a string")
+        makers = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+                  "raw": nbformat.v4.new_raw_cell}
+        if kind not in makers:
+            raise NotebookError(f"cell_type must be one of code, markdown, raw, not {kind!r}")
+        made.append(makers[kind](source))
+    nb = nbformat.v4.new_notebook(cells=made)
     nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": display_name, "language": language}
     nb.metadata["language_info"] = {"name": language}
     nbformat.validate(nb)
     return nb
 
 
-async def create_notebook(serverapp: Any, canonical: str, kernel_name: str | None) -> dict[str, Any]:
+async def create_notebook(serverapp: Any, canonical: str, kernel_name: str | None,
+                          cells: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Create ``canonical`` (which must not exist) with the given or default kernelspec."""
     ksm = serverapp.kernel_spec_manager
     name = kernel_name or serverapp.kernel_manager.default_kernel_name
     specs = await ensure_async(ksm.get_all_specs())
     if name not in specs:
-        raise ValueError(f"unknown kernel {name!r}; available: {', '.join(sorted(specs))}")
+        raise NotebookError(f"unknown kernel {name!r}; available: {', '.join(sorted(specs))}")
     spec = specs[name]["spec"]
     cm = serverapp.contents_manager
     parent = os.path.dirname(canonical)
     async with _create_lock:
         if await ensure_async(cm.exists(canonical)):
-            raise FileExistsError(f"a file already exists at {canonical!r}; nothing was overwritten")
+            raise NotebookError(f"a file already exists at {canonical!r}; nothing was overwritten")
         if parent and not await ensure_async(cm.dir_exists(parent)):
             raise PathError(parent, "folder does not exist in the workspace")
-        nb = new_notebook(name, spec.get("display_name", name), spec.get("language", ""))
-        await ensure_async(cm.save({"type": "notebook", "format": "json", "content": nb}, canonical))
-    return {"path": canonical, "kernel_name": name, "cells": 0}
+        nb = new_notebook(name, spec.get("display_name", name), spec.get("language", ""), cells)
+        try:
+            await ensure_async(cm.save({"type": "notebook", "format": "json", "content": nb}, canonical))
+        except web.HTTPError as exc:
+            raise NotebookError(f"could not create {canonical!r}: {exc.log_message or exc.reason}") from None
+    return {"path": canonical, "kernel_name": name, "cell_ids": [c.id for c in nb.cells]}

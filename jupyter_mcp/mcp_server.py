@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastmcp import FastMCP
-from fastmcp.exceptions import ToolError
 from pydantic import Field
 
-from . import __version__, files
-from .paths import PathError, canonical_path
+from . import __version__, cells, files, outputs
+from .errors import NotebookError
+from .paths import canonical_path
 
 if TYPE_CHECKING:
     from .app import JupyterMCPApp
@@ -23,22 +23,31 @@ INSTRUCTIONS = """\
 Tools for the live Jupyter notebooks of this server. Every notebook and cell tool
 works on the same collaborative document the people in JupyterLab are editing:
 your edits appear in their browsers as you make them, and theirs in your reads.
-Paths are relative to the workspace root ("analysis/report.ipynb"); prefer cell
-ids over indexes, because indexes shift when someone inserts a cell.
+Paths are relative to the workspace root ("analysis/report.ipynb"). Name cells by
+their id (from notebook_get) rather than by index: indexes shift when anyone
+inserts or deletes a cell, ids never change.
 """
+
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+EDIT = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+
+Path = Annotated[str, Field(description="Notebook path in the workspace, e.g. 'analysis/report.ipynb'.")]
+CellId = Annotated[str | None, Field(description="The cell's id (stable; preferred). Give this or index.")]
+Index = Annotated[int | None, Field(description="The cell's 0-based position, if no cell_id is given.")]
+MaxChars = Annotated[int, Field(description="Longest text shown per output; longer ones are cut with a note.", ge=0)]
 
 
 def build_server(ext: JupyterMCPApp) -> FastMCP:
     """The MCP server of one extension instance, with every tool bound to it."""
     mcp = FastMCP(ext.server_name, instructions=INSTRUCTIONS, version=__version__, mask_error_details=False)
+    rooms = ext.rooms
 
-    def notebook_path(path: str) -> str:
-        try:
-            return canonical_path(ext.root_dir, path)
-        except PathError as exc:
-            raise ToolError(str(exc)) from None
+    def agent_cell(view: dict[str, Any], max_chars: int) -> dict[str, Any]:
+        if "outputs" in view:
+            view["outputs"] = outputs.summarize(view["outputs"], max_chars)
+        return view
 
-    @mcp.tool
+    @mcp.tool(annotations=READ_ONLY)
     async def notebook_list(
         folder: Annotated[str, Field(description="Workspace sub-folder to list; empty for the whole workspace.")] = "",
     ) -> dict[str, Any]:
@@ -46,31 +55,179 @@ def build_server(ext: JupyterMCPApp) -> FastMCP:
 
         Hidden folders and .ipynb_checkpoints are skipped. Returns
         {"notebooks": [{"path", "size", "last_modified"}, ...]} sorted by path; each
-        path can be passed to any other tool as is.
+        path can be passed to any other tool as is. Reads the files on disk.
         """
-        try:
-            folder_path = canonical_path(ext.root_dir, folder, notebook=False)
-            return {"notebooks": files.list_notebooks(ext.root_dir, folder_path)}
-        except PathError as exc:
-            raise ToolError(str(exc)) from None
+        folder_path = canonical_path(ext.root_dir, folder, notebook=False)
+        return {"notebooks": files.list_notebooks(ext.root_dir, folder_path)}
 
-    @mcp.tool
+    @mcp.tool(annotations=EDIT)
     async def notebook_create(
-        path: Annotated[str, Field(description="Workspace path of the new notebook, ending in .ipynb.")],
+        path: Path,
         kernel_name: Annotated[
             str | None, Field(description="Kernelspec name (e.g. 'python3'); default: the server's default kernel.")
         ] = None,
+        cells: Annotated[
+            list[dict[str, str]] | None,
+            Field(description="Initial cells, e.g. [{'cell_type': 'markdown', 'source': '# Title'}, "
+                              "{'cell_type': 'code', 'source': 'import pandas'}]."),
+        ] = None,
     ) -> dict[str, Any]:
-        """Create a new, empty notebook (nbformat 4.5) at `path`.
+        """Create a new notebook (nbformat 4.5) at `path` on disk.
 
-        The folder must exist. An existing file is never overwritten: creating a
-        path that exists is an error. Returns {"path", "kernel_name", "cells": 0};
-        add cells with cell_insert.
+        Without `cells` it has one empty code cell (a notebook always shows at least
+        one); with `cells` it has exactly those. The folder must exist, and an
+        existing file is never overwritten: creating a path that exists is an error.
+        Returns {"path", "kernel_name", "cell_ids"}.
         """
-        canonical = notebook_path(path)
-        try:
-            return await files.create_notebook(ext.serverapp, canonical, kernel_name)
-        except (PathError, FileExistsError, ValueError) as exc:
-            raise ToolError(str(exc)) from None
+        return await files.create_notebook(ext.serverapp, canonical_path(ext.root_dir, path), kernel_name, cells)
+
+    @mcp.tool(annotations=READ_ONLY)
+    async def notebook_get(
+        path: Path,
+        include_outputs: Annotated[bool, Field(description="Include each code cell's outputs.")] = True,
+        max_output_chars: MaxChars = 2000,
+    ) -> dict[str, Any]:
+        """Read a notebook from its live collaborative document (what JupyterLab shows now,
+        including unsaved edits by people and agents).
+
+        Returns {"path", "room_id", "cell_count", "metadata", "cells": [{"id", "index",
+        "cell_type", "source", "execution_count", "outputs", "metadata"}]}. Outputs are
+        summarised for reading (text, error name/value/traceback, mime types of rich
+        data) and long texts are cut; the document itself is never changed.
+        """
+        nb = await rooms.open(path)
+        ynb = nb.doc
+        views = [cells.cell_view(ycell, i) for i, ycell in enumerate(ynb.ycells)]
+        for view in views:
+            if include_outputs:
+                agent_cell(view, max_output_chars)
+            else:
+                view.pop("outputs", None)
+        meta = ynb._ymeta.to_py() or {}
+        return {"path": nb.path, "room_id": nb.room_id, "cell_count": len(views),
+                "metadata": meta.get("metadata", {}), "cells": views}
+
+    @mcp.tool(annotations=READ_ONLY)
+    async def notebook_watch(
+        path: Path,
+        timeout: Annotated[float, Field(description="Seconds to wait for a change (max 300).", gt=0, le=300)] = 30,
+    ) -> dict[str, Any]:
+        """Wait until the notebook's live document changes, then say what changed.
+
+        Returns on the FIRST change made after the call started (by a person in
+        JupyterLab, another agent, or a running cell), or when `timeout` passes.
+        Returns {"changed": bool, "changes": [{"kind", "cell_id", "cell_index", ...}],
+        "waited_seconds"}; kinds are "source", "outputs", "execution_count",
+        "cell_type", "metadata", "cells_inserted", "cells_deleted",
+        "notebook_metadata". Pair with notebook_get to read the new state.
+        """
+        return await rooms.watch(path, timeout)
+
+    @mcp.tool(annotations=READ_ONLY)
+    async def notebook_list_users(path: Path) -> dict[str, Any]:
+        """List who is connected to a notebook right now (its collaborative awareness).
+
+        Returns {"path", "room_open", "users": [{"name", "display_name", "username",
+        "initials", "color", "is_agent"}]}. If nobody has the notebook open there is
+        no room, and "users" is [] (this call never opens one).
+        """
+        canonical = rooms.canonical(path)
+        nb = rooms.find(canonical)
+        return {"path": canonical, "room_open": nb is not None, "users": rooms.users(nb.room) if nb else []}
+
+    @mcp.tool(annotations=READ_ONLY)
+    async def cell_get(
+        path: Path, cell_id: CellId = None, index: Index = None, max_output_chars: MaxChars = 20000
+    ) -> dict[str, Any]:
+        """Read one cell from the live document.
+
+        Returns {"id", "index", "cell_type", "source", "execution_count", "outputs",
+        "metadata"}, outputs summarised for reading as in notebook_get. An unknown
+        cell_id or an out-of-range index is an error.
+        """
+        nb = await rooms.open(path)
+        i = cells.locate(nb.doc, cell_id, index)
+        return agent_cell(cells.cell_view(nb.doc.ycells[i], i), max_output_chars)
+
+    @mcp.tool(annotations=EDIT)
+    async def cell_update(
+        path: Path,
+        source: Annotated[str, Field(description="The cell's complete new source.")],
+        cell_id: CellId = None,
+        index: Index = None,
+        cell_type: Annotated[
+            str | None, Field(description="Also change the type: 'code', 'markdown' or 'raw'.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Replace one cell's source in the live document, in place.
+
+        The cell keeps its id and position; people watching see the text change
+        where they are. Outputs are left as they are (run it with cell_execute).
+        Returns {"id", "index", "cell_type", "source"}. Unknown cell_id, bad index or
+        bad cell_type: an error, and nothing is changed.
+        """
+        nb = await rooms.open(path)
+        ynb = nb.doc
+        if cell_type is not None:
+            cells.check_type(cell_type)
+        i = cells.locate(ynb, cell_id, index)
+        with ynb.ydoc.transaction():
+            cells.set_source(ynb, i, source)
+            if cell_type is not None:
+                cells.set_type(ynb, i, cell_type)
+        rooms.touch(nb.room_id)
+        view = cells.cell_view(ynb.ycells[i], i)
+        return {k: view[k] for k in ("id", "index", "cell_type", "source")}
+
+    @mcp.tool(annotations=EDIT)
+    async def cell_insert(
+        path: Path,
+        source: Annotated[str, Field(description="The new cell's source.")] = "",
+        cell_type: Annotated[str, Field(description="'code', 'markdown' or 'raw'.")] = "code",
+        index: Annotated[int | None, Field(description="Position of the new cell (0 = first); default: the end.")] = None,
+        after_cell_id: Annotated[
+            str | None, Field(description="Insert right after this cell instead of at an index.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Insert one new cell into the live document.
+
+        Put it at `index`, right after `after_cell_id`, or (neither given) at the end.
+        Returns {"id", "index", "cell_count"}: keep the id to address the cell later.
+        """
+        nb = await rooms.open(path)
+        ynb = nb.doc
+        if after_cell_id is not None and index is not None:
+            raise NotebookError("give index or after_cell_id, not both")
+        if after_cell_id is not None:
+            position = cells.locate(ynb, after_cell_id) + 1
+        else:
+            position = len(ynb.ycells) if index is None else index
+        new_id = cells.insert(ynb, position, cell_type, source)
+        rooms.touch(nb.room_id)
+        return {"id": new_id, "index": position, "cell_count": len(ynb.ycells)}
+
+    @mcp.tool(annotations={**EDIT, "destructiveHint": True})
+    async def cell_delete(path: Path, cell_id: CellId = None, index: Index = None) -> dict[str, Any]:
+        """Delete one cell from the live document.
+
+        Returns {"deleted": {"id", "index", "cell_type", "source"}, "cell_count"}.
+        People see it disappear; JupyterLab's undo can bring it back.
+        """
+        nb = await rooms.open(path)
+        i = cells.locate(nb.doc, cell_id, index)
+        gone = cells.delete(nb.doc, i)
+        rooms.touch(nb.room_id)
+        return {"deleted": {k: gone[k] for k in ("id", "index", "cell_type", "source")},
+                "cell_count": len(nb.doc.ycells)}
+
+    @mcp.tool(annotations=READ_ONLY)
+    async def room_list() -> dict[str, Any]:
+        """List every open collaborative document room (diagnostic, read-only).
+
+        Returns {"rooms": [{"room_id", "path", "file_id", "users", "user_count",
+        "clients", "has_kernel", "idle_seconds"}]}. One notebook never has two rooms;
+        idle_seconds is the time since MCP last used the room (null if it never did).
+        """
+        return {"rooms": await rooms.describe()}
 
     return mcp

@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import posixpath
 
+from .errors import NotebookError
+
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255
 NOTEBOOK_SUFFIX = ".ipynb"
 
 
-class PathError(ValueError):
+class PathError(NotebookError):
     """A path was refused; the message names the path and why."""
 
     def __init__(self, path: object, reason: str) -> None:

@@ -34,13 +34,14 @@ async def test_client_lists_tools_and_creates_a_notebook(live, mode):
         created = await client.call_tool("notebook_create", {"path": name})
         assert created.is_error is False, created.content
         assert created.structured_content["path"] == name
+        assert len(created.structured_content["cell_ids"]) == 1
         listed = await client.call_tool("notebook_list", {})
         assert name in [n["path"] for n in listed.structured_content["notebooks"]]
     nb = nbformat.read(live.root / name, as_version=4)
     nbformat.validate(nb)
     assert (nb.nbformat, nb.nbformat_minor) == (4, 5)
     assert nb.metadata.kernelspec.name == "python3"
-    assert nb.cells == []
+    assert [(c.cell_type, c.source) for c in nb.cells] == [("code", "")]
 
 
 async def test_create_refuses_existing_and_bad_paths(live):

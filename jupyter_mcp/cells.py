@@ -1,0 +1,162 @@
+"""In-place operations on a live YNotebook.
+
+Each operation is synchronous on purpose: between finding a cell and changing it
+there is no ``await``, so no other edit (another agent, a person) can slip in and
+shift the indexes. Cells are edited in place: ``cell_update`` changes the existing
+source Text (a diff), never replaces the cell's Map, so the id, the position and
+every other client's cursor survive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pycrdt import Array, Map, Text
+
+from .errors import NotebookError
+
+CELL_TYPES = ("code", "markdown", "raw")
+
+
+def _cell_id(ycell: Map) -> str | None:
+    value = ycell.get("id")
+    return str(value) if value is not None else None
+
+
+def locate(ynb: Any, cell_id: str | None = None, index: int | None = None) -> int:
+    """The index of the cell named by ``cell_id`` (preferred) or ``index``; refuses clearly."""
+    count = len(ynb.ycells)
+    if cell_id is not None:
+        if not isinstance(cell_id, str) or not cell_id:
+            raise NotebookError("cell_id must be a non-empty string")
+        for i, ycell in enumerate(ynb.ycells):
+            if _cell_id(ycell) == cell_id:
+                if index is not None and index != i:
+                    raise NotebookError(f"cell_id {cell_id!r} is at index {i}, not {index}; pass one of them")
+                return i
+        raise NotebookError(f"no cell with id {cell_id!r} in this notebook ({count} cells); "
+                            "notebook_get lists the ids")
+    if index is None:
+        raise NotebookError("name the cell: pass cell_id (preferred) or index")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise NotebookError(f"index must be an integer, not {type(index).__name__}")
+    if not 0 <= index < count:
+        span = f"0..{count - 1}" if count else "none: the notebook is empty"
+        raise NotebookError(f"index {index} is out of range: the notebook has {count} cells ({span})")
+    return index
+
+
+def cell_view(ycell: Map, index: int) -> dict[str, Any]:
+    """A cell as plain data, outputs as stored (callers summarise them for agents)."""
+    cell_type = str(ycell.get("cell_type", "code"))
+    view: dict[str, Any] = {
+        "id": _cell_id(ycell),
+        "index": index,
+        "cell_type": cell_type,
+        "source": str(ycell.get("source", "")),
+    }
+    if cell_type == "code":
+        count = ycell.get("execution_count")
+        view["execution_count"] = int(count) if count is not None else None
+        outputs = ycell.get("outputs")
+        view["outputs"] = outputs.to_py() if isinstance(outputs, Array) else list(outputs or [])
+    metadata = ycell.get("metadata")
+    view["metadata"] = metadata.to_py() if isinstance(metadata, Map) else dict(metadata or {})
+    return view
+
+
+def set_source(ynb: Any, index: int, source: str) -> None:
+    """Replace the source of the cell at ``index`` by editing its Text in place."""
+    if not isinstance(source, str):
+        raise NotebookError(f"source must be a string, not {type(source).__name__}")
+    ycell = ynb.ycells[index]
+    before = _cell_id(ycell)
+    if not isinstance(ycell.get("source"), Text):  # a legacy cell with a plain string source
+        ycell["source"] = Text()
+    ynb.set_cell(index, source=source)
+    after = _cell_id(ynb.ycells[index])
+    if after != before:
+        raise RuntimeError(f"cell id changed during an in-place update ({before!r} -> {after!r})")
+
+
+def set_type(ynb: Any, index: int, cell_type: str) -> None:
+    """Change a cell's type in place (its id, source and position stay)."""
+    check_type(cell_type)
+    ycell = ynb.ycells[index]
+    if ycell.get("cell_type") == cell_type:
+        return
+    with ynb.ydoc.transaction():
+        ycell["cell_type"] = cell_type
+        if cell_type == "code":
+            ycell["outputs"] = Array()
+            ycell["execution_count"] = None
+            ycell["execution_state"] = "idle"
+        else:
+            for key in ("outputs", "execution_count", "execution_state"):
+                if key in ycell:
+                    del ycell[key]
+
+
+def check_type(cell_type: str) -> None:
+    if cell_type not in CELL_TYPES:
+        raise NotebookError(f"cell_type must be one of {', '.join(CELL_TYPES)}, not {cell_type!r}")
+
+
+def insert(ynb: Any, position: int, cell_type: str, source: str) -> str:
+    """Insert one new cell at ``position`` (0..len); returns its new id."""
+    check_type(cell_type)
+    if not isinstance(source, str):
+        raise NotebookError(f"source must be a string, not {type(source).__name__}")
+    count = len(ynb.ycells)
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= count:
+        raise NotebookError(f"index {position!r} is out of range for an insert: use 0..{count} "
+                            f"(the notebook has {count} cells; {count} appends)")
+    cell: dict[str, Any] = {"cell_type": cell_type, "source": source, "metadata": {}}
+    if cell_type == "code":
+        cell.update(outputs=[], execution_count=None)
+    ycell = ynb.create_ycell(cell)
+    ynb.ycells.insert(position, ycell)
+    return _cell_id(ynb.ycells[position]) or ""
+
+
+def delete(ynb: Any, index: int) -> dict[str, Any]:
+    """Delete the one cell at ``index``; returns what it was."""
+    gone = cell_view(ynb.ycells[index], index)
+    del ynb.ycells[index]
+    return gone
+
+
+def describe_changes(ynb: Any, events: list[Any]) -> list[dict[str, Any]]:
+    """What a batch of deep events on ``ycells`` changed, in the agent's terms.
+
+    Must run inside the observer callback: events only live for their transaction.
+    """
+    changes: list[dict[str, Any]] = []
+    for event in events:
+        path = list(event.path)
+        if not path:  # the cell list itself: inserts and deletes
+            position = 0
+            for op in event.delta:
+                if "retain" in op:
+                    position += op["retain"]
+                elif "insert" in op:
+                    ids = [_cell_id(c) for c in op["insert"]]
+                    changes.append({"kind": "cells_inserted", "cell_index": position, "cell_ids": ids})
+                    position += len(ids)
+                elif "delete" in op:
+                    changes.append({"kind": "cells_deleted", "cell_index": position, "count": op["delete"]})
+            continue
+        index = path[0]
+        try:
+            cell_id = _cell_id(ynb.ycells[index])
+        except (IndexError, TypeError):
+            cell_id = None
+        if len(path) > 1:
+            kinds = [str(path[1])]
+        else:
+            kinds = [k for k in getattr(event, "keys", {}) if k != "execution_state"] or ["execution_state"]
+        for kind in kinds:
+            change = {"kind": kind, "cell_id": cell_id, "cell_index": index}
+            if change not in changes:
+                changes.append(change)
+    return changes

@@ -1,0 +1,113 @@
+"""A stand-in for a JupyterLab tab: joins a notebook's room exactly as the UI does.
+
+The UI asks for a collaboration session (PUT /api/collaboration/session/<path>),
+then opens the room websocket and syncs a Y document with the y-sync protocol; it
+also announces its user through awareness. This client does the same with pycrdt
+over a Tornado websocket, so a test can edit "as a person" and observe what a
+person would see.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+from jupyter_ydoc import YNotebook
+from pycrdt import Awareness, Doc, Provider, create_awareness_message
+from tornado.httpclient import AsyncHTTPClient, HTTPRequest
+from tornado.websocket import websocket_connect
+
+
+class TornadoChannel:
+    """pycrdt Channel over a Tornado websocket client connection."""
+
+    def __init__(self, ws: Any, path: str) -> None:
+        self._ws = ws
+        self._path = path
+        self.on_message: Callable[[bytes], None] | None = None
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def __aiter__(self) -> TornadoChannel:
+        return self
+
+    async def __anext__(self) -> bytes:
+        while True:
+            message = await self._ws.read_message()
+            if message is None:
+                raise StopAsyncIteration
+            data = message if isinstance(message, bytes) else message.encode()
+            if self.on_message:
+                self.on_message(data)
+            if data and data[0] == 0:  # only sync messages go to the provider
+                return data
+
+    async def send(self, message: bytes) -> None:
+        await self._ws.write_message(message, binary=True)
+
+    async def recv(self) -> bytes:
+        return await self.__anext__()
+
+
+class UIClient:
+    """``async with UIClient(base_url, token, path) as ui: ui.nb`` is the UI's live YNotebook."""
+
+    def __init__(self, base_url: str, token: str, path: str, *, name: str = "Ada Person") -> None:
+        self.base_url = base_url if base_url.endswith("/") else base_url + "/"
+        self.token = token
+        self.path = path
+        self.name = name
+        self.doc = Doc()
+        self.nb = YNotebook(self.doc)
+        self.awareness = Awareness(self.doc)
+        self.room_id = ""
+        self.session: dict[str, Any] = {}
+
+    async def __aenter__(self) -> UIClient:
+        http = AsyncHTTPClient()
+        response = await http.fetch(
+            f"{self.base_url}api/collaboration/session/{quote(self.path)}",
+            method="PUT",
+            headers={"Authorization": f"token {self.token}"},
+            body=json.dumps({"format": "json", "type": "notebook"}),
+        )
+        self.session = json.loads(response.body)
+        self.room_id = f"json:notebook:{self.session['fileId']}"
+        ws_url = (self.base_url.replace("http://", "ws://")
+                  + f"api/collaboration/room/{self.room_id}?sessionId={self.session['sessionId']}")
+        self.ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {self.token}"}))
+        self.channel = TornadoChannel(self.ws, self.room_id)
+        self.provider = Provider(self.doc, self.channel)
+        self._provider_cm = self.provider
+        await self._provider_cm.__aenter__()
+        await asyncio.wait_for(self.provider.synced.wait(), 30)
+        user = {"username": self.name.lower().replace(" ", "-"), "name": self.name, "display_name": self.name,
+                "initials": "".join(p[0] for p in self.name.split()), "color": "#1f77b4"}
+        self.awareness.set_local_state({"user": user})
+        await self.channel.send(create_awareness_message(self.awareness.encode_awareness_update([self.doc.client_id])))
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self._provider_cm.__aexit__(None, None, None)
+        finally:
+            self.ws.close()
+
+    def cell_ids(self) -> list[str]:
+        return [str(c["id"]) for c in self.nb.ycells]
+
+    def source(self, index: int) -> str:
+        return str(self.nb.ycells[index]["source"])
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20) -> None:
+        """Wait until the UI's document satisfies ``predicate`` (it syncs in the background)."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not predicate():
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"the UI client did not see the expected state in {timeout}s")
+            await asyncio.sleep(0.02)
