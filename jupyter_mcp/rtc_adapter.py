@@ -105,12 +105,20 @@ class Rooms:
         canonical = self._existing_notebook(path)
         file_id = self.file_ids.index(canonical)
         room_id = NOTEBOOK_ROOM_PREFIX + file_id
+        all_rooms = self.ydoc.ywebsocket_server.rooms
+        existing = all_rooms.get(room_id)
         try:
             await self.ydoc.get_document(room_id=room_id, copy=False, create=True)
         except Exception as exc:
+            # jupyter-server-ydoc leaves a room that failed to load (a corrupt file) in
+            # its table, empty: the next call would get that empty document and its
+            # first save would overwrite the file. Take it out.
+            failed = all_rooms.get(room_id)
+            if failed is not None and failed is not existing:
+                all_rooms.pop(room_id, None)
             reason = getattr(exc, "log_message", None) or str(exc) or type(exc).__name__
             raise NotebookError(f"could not open {canonical!r} as a notebook: {reason}") from None
-        room = self.ydoc.ywebsocket_server.rooms.get(room_id)
+        room = all_rooms.get(room_id)
         if room is None:  # deleted between the lock and here: take the next one
             return await self.open(canonical)
         if getattr(room, "_document_load_progressively", False):

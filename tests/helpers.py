@@ -1,0 +1,43 @@
+"""Small helpers shared by the tests."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import nbformat
+
+
+class ToolFailed(AssertionError):
+    pass
+
+
+async def call(client: Any, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Call a tool and return its structured result; a tool error fails the test with its message."""
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise ToolFailed(f"{tool}({arguments}) failed: {result.content[0].text}")
+    return result.structured_content
+
+
+async def refused(client: Any, tool: str, **arguments: Any) -> str:
+    """Call a tool that must be refused; return the error message."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}({arguments}) was accepted: {result.structured_content}"
+    return result.content[0].text
+
+
+def write_notebook(path: Path, sources: list[str], cell_type: str = "code") -> list[str]:
+    """Write a notebook to disk (before any room exists for it); returns the cell ids."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    maker = nbformat.v4.new_code_cell if cell_type == "code" else nbformat.v4.new_markdown_cell
+    nb = nbformat.v4.new_notebook(cells=[maker(s) for s in sources])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return [c.id for c in nb.cells]
+
+
+def disk_sources(path: Path) -> list[str]:
+    return [c["source"] if isinstance(c["source"], str) else "".join(c["source"])
+            for c in json.loads(path.read_text())["cells"]]

@@ -1,0 +1,344 @@
+"""Live notebooks: every tool works on the one room the UI shows (real jupyter lab, UI stand-in)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import uuid
+
+import pytest
+from helpers import call, disk_sources, refused, write_notebook
+from ui_client import UIClient
+
+from jupyter_mcp.client import LEGACY, MODERN, connect
+
+
+def fresh(live, sources=("a = 1", "b = 2", "c = 3")) -> tuple[str, list[str]]:
+    name = f"nb-{uuid.uuid4().hex[:8]}.ipynb"
+    return name, write_notebook(live.root / name, list(sources))
+
+
+def rooms_for(listing: dict, path: str) -> list[dict]:
+    return [r for r in listing["rooms"] if r["path"] == path]
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_mcp_edit_is_seen_by_ui_and_ui_edit_by_mcp(live, mode):
+    name, ids = fresh(live)
+    async with connect(live.mcp_url, live.token, mode=mode) as mcp, UIClient(live.url, live.token, name) as ui:
+        assert ui.cell_ids() == ids
+        await call(mcp, "cell_update", path=name, cell_id=ids[1], source="b = 'from the agent'")
+        await ui.wait_for(lambda: ui.source(1) == "b = 'from the agent'")
+        ui.nb.set_cell(2, source="c = 'from a person'")
+        await asyncio.sleep(0)  # let the provider send it
+        for _ in range(100):
+            cell = await call(mcp, "cell_get", path=name, cell_id=ids[2])
+            if cell["source"] == "c = 'from a person'":
+                break
+            await asyncio.sleep(0.05)
+        assert cell["source"] == "c = 'from a person'"
+        inserted = await call(mcp, "cell_insert", path=name, source="# notes", cell_type="markdown", index=1)
+        await ui.wait_for(lambda: len(ui.nb.ycells) == 4)
+        assert ui.cell_ids()[1] == inserted["id"] and ui.nb.ycells[1]["cell_type"] == "markdown"
+        deleted = await call(mcp, "cell_delete", path=name, cell_id=ids[0])
+        assert deleted["deleted"]["id"] == ids[0] and deleted["cell_count"] == 3
+        await ui.wait_for(lambda: ui.cell_ids() == [inserted["id"], ids[1], ids[2]])
+        got = await call(mcp, "notebook_get", path=name)
+        assert [c["id"] for c in got["cells"]] == ui.cell_ids()
+        assert [c["source"] for c in got["cells"]] == [ui.source(i) for i in range(3)]
+
+
+async def test_path_variants_converge_on_one_room_with_ui_connected(live):
+    (live.root / "sub").mkdir(exist_ok=True)
+    name = f"sub/v-{uuid.uuid4().hex[:6]}.ipynb"
+    ids = write_notebook(live.root / name, ["x = 1"])
+    variants = [name, "./" + name, "/" + name, f"{live.root}/{name}", "sub/../" + name]
+    async with UIClient(live.url, live.token, name) as ui, connect(live.mcp_url, live.token) as mcp:
+        seen = set()
+        for i, variant in enumerate(variants):
+            await call(mcp, "cell_update", path=variant, cell_id=ids[0], source=f"x = {i}")
+            seen.add((await call(mcp, "notebook_get", path=variant))["room_id"])
+        assert seen == {ui.room_id}
+        listing = await call(mcp, "room_list")
+        mine = rooms_for(listing, name)
+        assert len(mine) == 1 and mine[0]["room_id"] == ui.room_id
+        assert mine[0]["clients"] == 1 and "Ada Person" in mine[0]["users"]
+        await ui.wait_for(lambda: ui.source(0) == f"x = {len(variants) - 1}")
+        assert all(r["path"] for r in listing["rooms"])
+        assert len({r["path"] for r in listing["rooms"]}) == len(listing["rooms"])
+
+
+async def test_ten_concurrent_first_calls_make_one_room(live):
+    name, _ = fresh(live)
+    async with connect(live.mcp_url, live.token) as mcp:
+        variants = [name, "./" + name, "/" + name, f"{live.root}/{name}"] * 3
+        results = await asyncio.gather(*(call(mcp, "notebook_get", path=v) for v in variants[:10]))
+        assert len({r["room_id"] for r in results}) == 1
+        assert len(rooms_for(await call(mcp, "room_list"), name)) == 1
+
+
+async def test_fifty_updates_keep_count_and_id(live):
+    name, ids = fresh(live)
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        for i in range(50):
+            updated = await call(mcp, "cell_update", path=name, cell_id=ids[1], source=f"b = {i}\n" * (i % 3 + 1))
+            assert updated["id"] == ids[1] and updated["index"] == 1
+        got = await call(mcp, "notebook_get", path=name)
+        assert [c["id"] for c in got["cells"]] == ids
+        await ui.wait_for(lambda: ui.source(1) == "b = 49\n" * 2)
+        assert ui.cell_ids() == ids
+
+
+async def concurrent_round(live, sessions, per_session=5):
+    name, ids = fresh(live, ["seed"])
+    async with UIClient(live.url, live.token, name) as ui:
+        async def inserter(k, mcp):
+            made = []
+            for j in range(per_session):
+                made.append((await call(mcp, "cell_insert", path=name, source=f"ins-{k}-{j}"))["id"])
+            return made
+
+        async def person():
+            for j in range(10):
+                ui.nb.set_cell(0, source=f"seed edited {j}")
+                await asyncio.sleep(0.01)
+
+        made, _ = await asyncio.gather(asyncio.gather(*(inserter(k, m) for k, m in enumerate(sessions))), person())
+        new_ids = [i for batch in made for i in batch]
+        expected = {f"ins-{k}-{j}" for k in range(len(sessions)) for j in range(per_session)}
+        final = await call(sessions[0], "notebook_get", path=name, include_outputs=False)
+        server_ids = [c["id"] for c in final["cells"]]
+        sources = [c["source"] for c in final["cells"]]
+        assert len(server_ids) == len(set(server_ids)), "duplicate cell ids"
+        assert sorted(s for s in sources if s.startswith("ins-")) == sorted(expected), "an insert is missing or doubled"
+        assert set(new_ids) <= set(server_ids) and len(new_ids) == len(expected)
+        assert server_ids[0] == ids[0] and sources[0] == "seed edited 9"
+        await ui.wait_for(lambda: ui.cell_ids() == server_ids and ui.source(0) == "seed edited 9")
+        assert [ui.source(i) for i in range(len(server_ids))] == sources
+
+
+async def test_eight_sessions_insert_concurrently_while_ui_edits_20_rounds(live):
+    clients = [connect(live.mcp_url, live.token) for _ in range(8)]
+    sessions = [await c.__aenter__() for c in clients]
+    try:
+        for _ in range(20):
+            await concurrent_round(live, sessions)
+    finally:
+        for c in reversed(clients):
+            await c.__aexit__(None, None, None)
+
+
+@pytest.mark.parametrize("source", ["ui", "mcp"])
+async def test_watch_returns_on_first_change(live, source):
+    name, ids = fresh(live)
+    async with connect(live.mcp_url, live.token) as watcher, connect(live.mcp_url, live.token) as other, \
+            UIClient(live.url, live.token, name) as ui:
+        quiet = await call(watcher, "notebook_watch", path=name, timeout=0.5)
+        assert quiet["changed"] is False and quiet["changes"] == []
+        waiting = asyncio.create_task(call(watcher, "notebook_watch", path=name, timeout=60))
+        await asyncio.sleep(0.5)
+        assert not waiting.done()
+        if source == "ui":
+            ui.nb.set_cell(2, source="c = 'person'")
+        else:
+            await call(other, "cell_update", path=name, cell_id=ids[2], source="c = 'agent'")
+        result = await asyncio.wait_for(waiting, 30)
+        assert result["changed"] is True
+        assert {"kind": "source", "cell_id": ids[2], "cell_index": 2} in result["changes"]
+        assert result["waited_seconds"] < 30
+        inserting = asyncio.create_task(call(watcher, "notebook_watch", path=name, timeout=60))
+        await asyncio.sleep(0.3)
+        new = await call(other, "cell_insert", path=name, source="new", index=0)
+        inserted = await asyncio.wait_for(inserting, 30)
+        assert {"kind": "cells_inserted", "cell_index": 0, "cell_ids": [new["id"]]} in inserted["changes"]
+
+
+async def test_list_users_without_room_is_empty_and_opens_nothing(live):
+    name, _ = fresh(live)
+    async with connect(live.mcp_url, live.token) as mcp:
+        result = await call(mcp, "notebook_list_users", path=name)
+        assert result == {"path": name, "room_open": False, "users": []}
+        assert rooms_for(await call(mcp, "room_list"), name) == []
+        async with UIClient(live.url, live.token, name, name="Grace Hopper") as ui:
+            await asyncio.sleep(0.3)
+            users = (await call(mcp, "notebook_list_users", path="/" + name))["users"]
+            assert [u["display_name"] for u in users] == ["Grace Hopper"]
+            assert users[0]["is_agent"] is False
+            assert ui.room_id == (await call(mcp, "notebook_get", path=name))["room_id"]
+
+
+async def test_activity_resets_idle_seconds(live):
+    name, ids = fresh(live)
+    async with connect(live.mcp_url, live.token) as mcp:
+        await call(mcp, "notebook_get", path=name)
+        await asyncio.sleep(1.0)
+        before = rooms_for(await call(mcp, "room_list"), name)[0]["idle_seconds"]
+        await call(mcp, "cell_update", path=name, cell_id=ids[0], source="a = 2")
+        after = rooms_for(await call(mcp, "room_list"), name)[0]["idle_seconds"]
+        assert before >= 1.0 and after < before
+
+
+async def test_large_outputs_summarised_not_altered(live):
+    name = f"big-{uuid.uuid4().hex[:6]}.ipynb"
+    import nbformat
+
+    long_text = "line\n" * 10_000
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "print('x')", outputs=[nbformat.v4.new_output("stream", name="stdout", text=long_text),
+                               nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo=",
+                                                                            "text/plain": "<Figure>"})])])
+    nbformat.write(nb, live.root / name)
+    async with connect(live.mcp_url, live.token) as mcp:
+        got = await call(mcp, "notebook_get", path=name, max_output_chars=100)
+        out = got["cells"][0]["outputs"]
+        assert len(out[0]["text"]) < 300 and "more characters not shown" in out[0]["text"]
+        assert out[1]["mime_types"] == ["image/png", "text/plain"] and out[1]["text"] == "<Figure>"
+        full = await call(mcp, "cell_get", path=name, index=0, max_output_chars=0)
+        assert full["outputs"][0]["text"] == long_text  # the document still has all of it
+
+
+async def test_bad_input_is_refused_and_changes_nothing(live):
+    name, ids = fresh(live)
+    (live.root / "notes.txt").write_text("not a notebook")
+    (live.root / "corrupt.ipynb").write_text("{ this is not json")
+    disk_before = {p: (live.root / p).read_bytes() for p in (name, "notes.txt", "corrupt.ipynb")}
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        before = await call(mcp, "notebook_get", path=name)
+        cases = [
+            ("cell_get", {"path": name, "cell_id": "nope"}, "no cell with id 'nope'"),
+            ("cell_get", {"path": name, "index": 3}, "out of range"),
+            ("cell_get", {"path": name, "index": -1}, "out of range"),
+            ("cell_get", {"path": name}, "pass cell_id"),
+            ("cell_get", {"path": name, "cell_id": ids[0], "index": 2}, "not 2"),
+            ("cell_update", {"path": name, "cell_id": "nope", "source": "x"}, "no cell with id"),
+            ("cell_update", {"path": name, "index": 99, "source": "x"}, "out of range"),
+            ("cell_update", {"path": name, "cell_id": ids[0], "source": "x", "cell_type": "python"}, "cell_type"),
+            ("cell_insert", {"path": name, "index": 99}, "out of range"),
+            ("cell_insert", {"path": name, "index": -1}, "out of range"),
+            ("cell_insert", {"path": name, "cell_type": "sql"}, "cell_type"),
+            ("cell_insert", {"path": name, "after_cell_id": "nope"}, "no cell with id"),
+            ("cell_insert", {"path": name, "after_cell_id": ids[0], "index": 0}, "not both"),
+            ("cell_delete", {"path": name, "cell_id": "nope"}, "no cell with id"),
+            ("cell_delete", {"path": name, "index": 3}, "out of range"),
+            ("notebook_get", {"path": "../escape.ipynb"}, "escapes the workspace"),
+            ("notebook_get", {"path": "/etc/passwd.ipynb"}, "outside the workspace"),
+            ("notebook_get", {"path": "notes.txt"}, "not a notebook path"),
+            ("notebook_get", {"path": "missing.ipynb"}, "no notebook at 'missing.ipynb'"),
+            ("notebook_get", {"path": "corrupt.ipynb"}, "could not open 'corrupt.ipynb'"),
+            ("cell_update", {"path": "corrupt.ipynb", "index": 0, "source": "x"}, "could not open"),
+            ("notebook_watch", {"path": "../x.ipynb", "timeout": 1}, "escapes"),
+            ("notebook_list_users", {"path": "a\x00.ipynb"}, "NUL"),
+            ("cell_insert", {"path": "sub", "source": "x"}, "not a notebook path"),
+        ]
+        for tool, args, expected in cases:
+            message = await refused(mcp, tool, **args)
+            assert expected in message, (tool, args, message)
+        after = await call(mcp, "notebook_get", path=name)
+        assert after["cells"] == before["cells"]
+        assert ui.cell_ids() == ids
+        listing = await call(mcp, "room_list")
+        assert not [r for r in listing["rooms"] if r["path"] in ("corrupt.ipynb", "missing.ipynb", "notes.txt")]
+    for p, content in disk_before.items():
+        assert (live.root / p).read_bytes() == content
+    assert not (live.root / "missing.ipynb").exists()
+
+
+async def test_cell_type_change_in_place(live):
+    name, ids = fresh(live)
+    async with connect(live.mcp_url, live.token) as mcp:
+        changed = await call(mcp, "cell_update", path=name, cell_id=ids[0], source="# Title", cell_type="markdown")
+        assert changed == {"id": ids[0], "index": 0, "cell_type": "markdown", "source": "# Title"}
+        cell = await call(mcp, "cell_get", path=name, cell_id=ids[0])
+        assert "outputs" not in cell and cell["cell_type"] == "markdown"
+
+
+# --- rooms on disk: sweeper, shutdown, file ids --------------------------------------------
+
+SWEEPY = {"MCP_ROOM_IDLE_TIMEOUT_SEC": "1", "MCP_ROOM_SWEEP_INTERVAL_SEC": "0.3"}
+NO_AUTOSAVE = ["--YDocExtension.document_save_delay=3600"]  # only an explicit save can persist
+
+
+async def wait_room_gone(mcp, name, timeout=20):
+    for _ in range(int(timeout / 0.1)):
+        if not rooms_for(await call(mcp, "room_list"), name):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"room of {name} was not swept")
+
+
+async def test_sweeper_saves_before_closing_and_keeps_rooms_with_clients(live_factory):
+    server = live_factory(env=SWEEPY, args=NO_AUTOSAVE)
+    edited, ids = fresh(server)
+    watched, wids = fresh(server)
+    async with connect(server.mcp_url, server.token) as mcp, UIClient(server.url, server.token, watched) as ui:
+        await call(mcp, "cell_update", path=edited, cell_id=ids[0], source="a = 'edited then swept'")
+        await call(mcp, "cell_update", path=watched, cell_id=wids[0], source="a = 'ui is here'")
+        await wait_room_gone(mcp, edited)
+        assert disk_sources(server.root / edited)[0] == "a = 'edited then swept'"
+        await asyncio.sleep(2.5)  # several sweeps later, the room with a client is still open
+        assert len(rooms_for(await call(mcp, "room_list"), watched)) == 1
+        assert ui.source(0) == "a = 'ui is here'"
+        again = await call(mcp, "cell_get", path=edited, cell_id=ids[0])  # re-created from disk
+        assert again["source"] == "a = 'edited then swept'"
+
+
+async def test_shutdown_flushes_every_touched_room(live_factory):
+    server = live_factory(args=NO_AUTOSAVE)
+    names = [fresh(server) for _ in range(3)]
+    async with connect(server.mcp_url, server.token) as mcp:
+        for k, (name, ids) in enumerate(names):
+            await call(mcp, "cell_update", path=name, cell_id=ids[1], source=f"b = {k} # pending")
+            await call(mcp, "cell_insert", path=name, source="added")
+    rc = server.stop()
+    assert rc == 0
+    for k, (name, _) in enumerate(names):
+        assert disk_sources(server.root / name) == ["a = 1", f"b = {k} # pending", "c = 3", "added"]
+    assert "Traceback" not in server.log()
+
+
+async def test_zero_lost_edits_script_edit_sweep_shutdown(live_factory):
+    """Acceptance: edits through MCP, then a sweep, then a shutdown: every edit is on disk."""
+    server = live_factory(env=SWEEPY, args=NO_AUTOSAVE)
+    first, ids1 = fresh(server)
+    second, ids2 = fresh(server)
+    async with connect(server.mcp_url, server.token) as mcp:
+        for i in range(20):
+            await call(mcp, "cell_update", path=first, cell_id=ids1[i % 3], source=f"first {i}")
+        await wait_room_gone(mcp, first)
+        for i in range(20):
+            await call(mcp, "cell_update", path=second, cell_id=ids2[i % 3], source=f"second {i}")
+    server.stop()
+    assert disk_sources(server.root / first) == ["first 18", "first 19", "first 17"]
+    assert disk_sources(server.root / second) == ["second 18", "second 19", "second 17"]
+
+
+def test_file_id_rows_pruned_at_start(live_factory, tmp_path):
+    server = live_factory()
+    db = server.base / "data" / "file_id_manager.db"
+    keep, _ = fresh(server)
+    gone, _ = fresh(server)
+
+    async def index_some():
+        async with connect(server.mcp_url, server.token) as mcp:
+            await call(mcp, "notebook_get", path=keep)
+            await call(mcp, "notebook_get", path=gone)
+
+    asyncio.run(index_some())
+    server.stop()
+    (server.root / gone).unlink()
+    with sqlite3.connect(db) as con:
+        con.execute("INSERT INTO Files (id, path) VALUES (?, ?)", ("leak-1", "/etc/host-path.ipynb"))
+        con.execute("INSERT INTO Files (id, path) VALUES (?, ?)", ("leak-2", str(tmp_path / "elsewhere.ipynb")))
+    server.start()
+    server.stop()
+    with sqlite3.connect(db) as con:
+        paths = {p for (p,) in con.execute("SELECT path FROM Files")}
+    assert any(p.endswith(keep) for p in paths)
+    assert not any(p.endswith(gone) for p in paths)
+    assert "/etc/host-path.ipynb" not in paths and str(tmp_path / "elsewhere.ipynb") not in paths
+    rows = json.dumps(sorted(paths))
+    server.start()  # idempotent: a second start prunes nothing more
+    server.stop()
+    with sqlite3.connect(db) as con:
+        assert json.dumps(sorted(p for (p,) in con.execute("SELECT path FROM Files"))) == rows
