@@ -14,6 +14,7 @@ from jupyter_server.utils import url_path_join
 from tornado import web
 from traitlets import Float, Unicode, default
 
+from .kernels import Kernels
 from .rtc_adapter import Rooms
 from .tornado_asgi import ASGIRequest, Lifespan
 
@@ -147,6 +148,7 @@ class JupyterMCPApp(ExtensionApp):
         self.start_error: str | None = None
         self.rooms = Rooms(self.serverapp, self.root_dir, idle_timeout=self.room_idle_timeout,
                            sweep_interval=self.room_sweep_interval)
+        self.kernels = Kernels(self.serverapp)
         self.mcp = build_server(self)
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)
         self._lifespan = Lifespan(self.asgi_app)

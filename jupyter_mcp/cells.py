@@ -160,3 +160,63 @@ def describe_changes(ynb: Any, events: list[Any]) -> list[dict[str, Any]]:
             if change not in changes:
                 changes.append(change)
     return changes
+
+
+# --- outputs of a running cell, written as they arrive --------------------------------
+
+
+def _youtput(output: dict[str, Any]) -> Map:
+    item = dict(output)
+    if item.get("output_type") == "stream":
+        text = item.get("text", "")
+        item["text"] = Text("".join(text) if isinstance(text, list) else text)
+    return Map(item)
+
+
+def begin_run(ynb: Any, index: int) -> None:
+    """As JupyterLab does when a cell starts: outputs and count cleared, shown as running [*]."""
+    ycell = ynb.ycells[index]
+    with ynb.ydoc.transaction():
+        outputs = ycell.get("outputs")
+        if isinstance(outputs, Array):
+            outputs.clear()
+        else:
+            ycell["outputs"] = Array()
+        ycell["execution_count"] = None
+        ycell["execution_state"] = "running"
+
+
+def replace_outputs(ynb: Any, index: int, outputs: list[dict[str, Any]]) -> None:
+    """Set a cell's outputs to exactly ``outputs`` (after the room was re-created mid-run)."""
+    youtputs = ynb.ycells[index]["outputs"]
+    with ynb.ydoc.transaction():
+        youtputs.clear()
+        youtputs.extend([_youtput(o) for o in outputs])
+
+
+def apply_output_event(ynb: Any, index: int, event: dict[str, Any]) -> None:
+    """Apply one output event from the kernel loop to the cell, in place."""
+    youtputs = ynb.ycells[index]["outputs"]
+    kind = event["kind"]
+    with ynb.ydoc.transaction():
+        if kind == "clear":
+            youtputs.clear()
+        elif kind == "output":
+            youtputs.append(_youtput(event["output"]))
+        elif kind == "stream":
+            text = youtputs[event["index"]]["text"]
+            if isinstance(text, Text):
+                text += event["text"]  # on the local: `youtputs[i]["text"] += s` would lose it
+            else:
+                youtputs[event["index"]]["text"] = Text(str(text) + event["text"])
+        elif kind == "update":
+            target = youtputs[event["index"]]
+            target["data"] = event["output"].get("data", {})
+            target["metadata"] = event["output"].get("metadata", {})
+
+
+def end_run(ynb: Any, index: int, execution_count: int | None) -> None:
+    ycell = ynb.ycells[index]
+    with ynb.ydoc.transaction():
+        ycell["execution_count"] = execution_count
+        ycell["execution_state"] = "idle"

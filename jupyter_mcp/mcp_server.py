@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastmcp import FastMCP
+from fastmcp import Context, FastMCP
+from fastmcp.tools.base import ToolResult
 from pydantic import Field
 
-from . import __version__, cells, files, outputs
+from . import __version__, cells, execution, files, outputs
 from .errors import NotebookError
 from .paths import canonical_path
 
@@ -35,12 +36,16 @@ Path = Annotated[str, Field(description="Notebook path in the workspace, e.g. 'a
 CellId = Annotated[str | None, Field(description="The cell's id (stable; preferred). Give this or index.")]
 Index = Annotated[int | None, Field(description="The cell's 0-based position, if no cell_id is given.")]
 MaxChars = Annotated[int, Field(description="Longest text shown per output; longer ones are cut with a note.", ge=0)]
+Timeout = Annotated[float, Field(description="Seconds before the kernel is interrupted.", gt=0, le=86400)]
+Stream = Annotated[bool, Field(description="Also send each output to you as it arrives (progress "
+                                           "notifications if you gave a progress token, log messages otherwise).")]
 
 
 def build_server(ext: JupyterMCPApp) -> FastMCP:
     """The MCP server of one extension instance, with every tool bound to it."""
     mcp = FastMCP(ext.server_name, instructions=INSTRUCTIONS, version=__version__, mask_error_details=False)
     rooms = ext.rooms
+    kernels = ext.kernels
 
     def agent_cell(view: dict[str, Any], max_chars: int) -> dict[str, Any]:
         if "outputs" in view:
@@ -219,6 +224,49 @@ def build_server(ext: JupyterMCPApp) -> FastMCP:
         rooms.touch(nb.room_id)
         return {"deleted": {k: gone[k] for k in ("id", "index", "cell_type", "source")},
                 "cell_count": len(nb.doc.ycells)}
+
+    @mcp.tool(annotations={**EDIT, "openWorldHint": True})
+    async def cell_execute(
+        path: Path,
+        cell_id: CellId = None,
+        index: Index = None,
+        timeout: Timeout = 300,
+        stream: Stream = False,
+        max_output_chars: MaxChars = outputs.DEFAULT_MAX_CHARS,
+        ctx: Context | None = None,
+    ) -> ToolResult:
+        """Run one code cell in the notebook's kernel, live, and return its outputs.
+
+        Runs the cell's current source in the kernel of the notebook's Jupyter
+        session (the one a person's JupyterLab tab uses; started if there is none).
+        While it runs the cell shows [*] and every output appears in the document as
+        it arrives; at the end the execution count and outputs are in the notebook
+        and are saved with it. Returns text (ANSI stripped), errors (name, value,
+        traceback) and images (PNG/JPEG) as content, plus structured {"status":
+        "ok"|"error"|"timeout"|"interrupted", "execution_count", "outputs"}. On
+        timeout the kernel is interrupted and the outputs so far are returned.
+        input() is not supported (it fails at once). For long runs, call as a task.
+        """
+        return await execution.execute_cell(rooms, kernels, path, cell_id, index, timeout, stream, ctx,
+                                            max_output_chars)
+
+    @mcp.tool(annotations={**EDIT, "openWorldHint": True})
+    async def code_execute(
+        path: Path,
+        code: Annotated[str, Field(description="Code to run in the notebook's kernel.")],
+        timeout: Timeout = 300,
+        stream: Stream = False,
+        max_output_chars: MaxChars = outputs.DEFAULT_MAX_CHARS,
+        ctx: Context | None = None,
+    ) -> ToolResult:
+        """Run code in the notebook's kernel without touching any cell.
+
+        For scratch work: inspect a variable, check a shape, pip install. The code
+        shares the notebook's variables (same kernel as its cells and as the
+        person's JupyterLab tab) but nothing is written into the notebook. Same
+        answer shape as cell_execute.
+        """
+        return await execution.execute_code(rooms, kernels, path, code, timeout, stream, ctx, max_output_chars)
 
     @mcp.tool(annotations=READ_ONLY)
     async def room_list() -> dict[str, Any]:

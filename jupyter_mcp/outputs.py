@@ -56,8 +56,8 @@ def output_text(output: dict[str, Any]) -> str:
         return strip_ansi(_joined(output.get("text", "")))
     if kind == "error":
         traceback = strip_ansi("\n".join(output.get("traceback") or []))
-        head = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
-        return f"{head}\n{traceback}" if traceback else head
+        # IPython's traceback already ends with "ename: evalue"; others may not have one
+        return traceback or f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
     data = output.get("data") or {}
     text = best_text(data)
     images = [m for m in data if m.startswith("image/")]

@@ -1,0 +1,256 @@
+"""Kernels: the notebook's own session kernel, and the ONE loop that waits on it.
+
+The kernel of a notebook is the kernel of its Jupyter session, the one the
+person's JupyterLab tab uses; if there is none, we create the session for that
+path, so the UI joins the same kernel when it opens the notebook. ``Kernels.run``
+is the only place that sends code and waits for the kernel: timeouts, interrupts,
+dead kernels and the task hooks (register_interrupt, record_output) are handled
+there once for every tool that executes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import queue
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import nbformat
+
+from .errors import NotebookError
+
+log = logging.getLogger(__name__)
+
+OutputEvent = dict[str, Any]  # {"kind": "output" | "stream" | "clear" | "update", ...}
+#: Called with each event and the whole list of outputs so far (after the event).
+OnEvent = Callable[[OutputEvent, list[dict[str, Any]]], Awaitable[None]]
+
+IDLE_CHECK_SEC = 1.0  # how often a silent kernel is checked for being alive
+INTERRUPT_GRACE_SEC = 5.0  # how long to wait for the kernel to settle after an interrupt
+
+
+class KernelDied(NotebookError):
+    """The kernel died while running the code."""
+
+
+@dataclass
+class Execution:
+    """What one execution produced."""
+
+    status: str = "ok"  # ok | error | timeout | interrupted
+    execution_count: int | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+    message: str | None = None  # a note for the agent (timeout, interrupt)
+
+
+def session_path(path: str) -> str:
+    """A session's notebook path without a drive prefix (JupyterLab's 'RTC:foo.ipynb')."""
+    drive, sep, rest = path.partition(":")
+    return rest if sep and "/" not in drive else path
+
+
+class Kernels:
+    """Finds (or starts) a notebook's kernel and runs code in it."""
+
+    def __init__(self, serverapp: Any) -> None:
+        self.serverapp = serverapp
+        self._clients: dict[str, Any] = {}
+        self._run_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._session_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+
+    @property
+    def km(self) -> Any:
+        return self.serverapp.kernel_manager
+
+    async def for_notebook(self, path: str, kernel_name: str | None = None) -> str:
+        """The kernel id of the notebook's session, creating the session if there is none."""
+        async with self._session_locks[path]:
+            sm = self.serverapp.session_manager
+            for session in await sm.list_sessions():
+                if session_path(session.get("path") or "") == path and session.get("kernel"):
+                    kernel_id = session["kernel"]["id"]
+                    if kernel_id in self.km:
+                        return kernel_id
+            specs = self.serverapp.kernel_spec_manager.find_kernel_specs()
+            name = kernel_name if kernel_name in specs else None
+            try:
+                session = await sm.create_session(path=path, name=os.path.basename(path), type="notebook",
+                                                  kernel_name=name or self.km.default_kernel_name)
+            except Exception as exc:
+                raise NotebookError(f"could not start a kernel for {path!r}: {exc}") from None
+            return session["kernel"]["id"]
+
+    async def _client(self, kernel_id: str) -> Any:
+        client = self._clients.get(kernel_id)
+        if client is None:
+            client = self.km.get_kernel(kernel_id).client()
+            client.allow_stdin = False
+            client.start_channels()
+            try:
+                await client.wait_for_ready(timeout=60)
+            except RuntimeError as exc:
+                client.stop_channels()
+                raise KernelDied(f"the kernel is not responding: {exc}") from None
+            self._clients[kernel_id] = client
+        return client
+
+    def forget(self, kernel_id: str) -> None:
+        client = self._clients.pop(kernel_id, None)
+        if client is not None:
+            client.stop_channels()
+
+    async def _alive(self, kernel_id: str) -> bool:
+        if kernel_id not in self.km:
+            return False
+        return bool(await self.km.get_kernel(kernel_id).is_alive())
+
+    async def interrupt(self, kernel_id: str) -> None:
+        await self.km.interrupt_kernel(kernel_id)
+
+    async def run(self, kernel_id: str, code: str, *, timeout: float, on_event: OnEvent | None = None) -> Execution:
+        """Run ``code`` and wait for it: the one loop that waits on a kernel.
+
+        Every output message becomes an event for ``on_event`` as it arrives (so a
+        document and a client can show it live) and is collected in the result. On
+        timeout the kernel is interrupted and the outputs so far are returned. Inside
+        an MCP task, the interrupt is registered for cancellation and the outputs so
+        far are recorded after each message.
+        """
+        from .tasks import record_output, register_interrupt
+
+        async with self._run_locks[kernel_id]:
+            if not await self._alive(kernel_id):
+                self.forget(kernel_id)
+                await self.km.restart_kernel(kernel_id, now=True)
+            client = await self._client(kernel_id)
+            result = Execution()
+            collector = _Collector(result, on_event)
+            await register_interrupt(lambda: self.interrupt(kernel_id))
+            msg_id = client.execute(code, allow_stdin=False, stop_on_error=True)
+            deadline = time.monotonic() + timeout
+            interrupted_at: float | None = None
+            while True:
+                now = time.monotonic()
+                if interrupted_at is None and now >= deadline:
+                    result.status = "timeout"
+                    result.message = f"timed out after {timeout:g}s; the kernel was interrupted"
+                    interrupted_at = now
+                    await self.interrupt(kernel_id)
+                if interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_SEC:
+                    result.message = (f"timed out after {timeout:g}s; the kernel did not stop after an "
+                                      "interrupt and may still be busy")
+                    return result
+                limit = deadline if interrupted_at is None else interrupted_at + INTERRUPT_GRACE_SEC
+                try:
+                    msg = await client.get_iopub_msg(timeout=max(0.01, min(IDLE_CHECK_SEC, limit - now)))
+                except queue.Empty:
+                    if not await self._alive(kernel_id):
+                        self.forget(kernel_id)
+                        raise KernelDied("the kernel died while running this code (out of memory, or killed); "
+                                         "outputs so far are kept; the next call starts a fresh kernel") from None
+                    continue
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue  # another client's execution (the UI's) on the same kernel
+                if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
+                    break
+                if await collector.handle(msg):
+                    await record_output(list(result.outputs))
+            reply = await self._reply(client, msg_id)
+            content = reply.get("content", {}) if reply else {}
+            count = content.get("execution_count")
+            if isinstance(count, (int, float)):
+                result.execution_count = int(count)
+            if result.status == "ok" and content.get("status") in ("error", "aborted"):
+                result.status = content["status"]
+            if result.status == "error" and any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs):
+                result.status = "interrupted"
+            return result
+
+    async def _reply(self, client: Any, msg_id: str) -> dict[str, Any] | None:
+        """The shell reply to ``msg_id`` (it arrives around the idle status)."""
+        deadline = time.monotonic() + INTERRUPT_GRACE_SEC
+        while time.monotonic() < deadline:
+            try:
+                msg = await client.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return None
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return msg
+        return None
+
+
+class _Collector:
+    """Turns iopub messages into nbformat outputs and document events, as JupyterLab does."""
+
+    def __init__(self, result: Execution, on_event: OnEvent | None) -> None:
+        self.result = result
+        self.on_event = on_event
+        self.clear_on_next = False
+        self.displays: defaultdict[str, list[int]] = defaultdict(list)
+
+    async def emit(self, event: OutputEvent) -> None:
+        if self.on_event is not None:
+            await self.on_event(event, self.result.outputs)
+
+    async def handle(self, msg: dict[str, Any]) -> bool:
+        """Apply one message; True if the outputs changed."""
+        kind = msg["msg_type"]
+        content = msg["content"]
+        outputs = self.result.outputs
+        if kind == "execute_input":
+            count = content.get("execution_count")
+            if count is not None:
+                self.result.execution_count = int(count)
+            return False
+        if kind == "clear_output":
+            if content.get("wait"):
+                self.clear_on_next = True
+                return False
+            await self._clear()
+            return True
+        if kind == "update_display_data":
+            display_id = (content.get("transient") or {}).get("display_id")
+            indexes = self.displays.get(display_id or "", [])
+            if not indexes:
+                return False
+            for i in indexes:
+                outputs[i] = {**outputs[i], "data": content.get("data", {}), "metadata": content.get("metadata", {})}
+                await self.emit({"kind": "update", "index": i, "output": outputs[i]})
+            return True
+        if kind not in ("stream", "display_data", "execute_result", "error"):
+            return False
+        if self.clear_on_next:
+            await self._clear()
+        output = nbformat.v4.output_from_msg(msg)
+        output = _plain(output)
+        if kind == "stream" and outputs and outputs[-1].get("output_type") == "stream" \
+                and outputs[-1].get("name") == output.get("name"):
+            outputs[-1] = {**outputs[-1], "text": outputs[-1]["text"] + output["text"]}
+            await self.emit({"kind": "stream", "index": len(outputs) - 1, "text": output["text"]})
+            return True
+        outputs.append(output)
+        display_id = (content.get("transient") or {}).get("display_id")
+        if display_id:
+            self.displays[display_id].append(len(outputs) - 1)
+        await self.emit({"kind": "output", "index": len(outputs) - 1, "output": output})
+        return True
+
+    async def _clear(self) -> None:
+        self.clear_on_next = False
+        self.result.outputs.clear()
+        self.displays.clear()
+        await self.emit({"kind": "clear"})
+
+
+def _plain(output: Any) -> dict[str, Any]:
+    """nbformat's NotebookNode as plain dicts/lists (what the document stores)."""
+    if isinstance(output, dict):
+        return {k: _plain(v) for k, v in output.items()}
+    if isinstance(output, list):
+        return [_plain(v) for v in output]
+    return output
