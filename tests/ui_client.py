@@ -111,3 +111,48 @@ class UIClient:
             if asyncio.get_running_loop().time() > deadline:
                 raise AssertionError(f"the UI client did not see the expected state in {timeout}s")
             await asyncio.sleep(0.02)
+
+
+async def ui_session(base_url: str, token: str, path: str, kernel_name: str = "python3") -> dict[str, Any]:
+    """Open a notebook's kernel session the way JupyterLab does (POST /api/sessions)."""
+    http = AsyncHTTPClient()
+    response = await http.fetch(
+        f"{base_url}api/sessions", method="POST", headers={"Authorization": f"token {token}"},
+        body=json.dumps({"path": path, "name": path.rsplit("/", 1)[-1], "type": "notebook",
+                         "kernel": {"name": kernel_name}}),
+    )
+    return json.loads(response.body)
+
+
+async def ui_execute(base_url: str, token: str, kernel_id: str, code: str, timeout: float = 30) -> str:
+    """Run code over the kernel websocket as JupyterLab does; returns the stdout text."""
+    import uuid
+
+    ws_url = base_url.replace("http://", "ws://") + f"api/kernels/{kernel_id}/channels?session_id={uuid.uuid4()}"
+    ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {token}"}))
+    msg_id = uuid.uuid4().hex
+    await ws.write_message(json.dumps({
+        "header": {"msg_id": msg_id, "username": "ui", "session": uuid.uuid4().hex, "msg_type": "execute_request",
+                   "version": "5.3"},
+        "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
+        "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
+                    "allow_stdin": False, "stop_on_error": True},
+    }))
+    out, idle, replied = [], False, False
+    try:
+        while not (idle and replied):
+            raw = await asyncio.wait_for(ws.read_message(), timeout)
+            if raw is None:
+                raise AssertionError("kernel websocket closed")
+            msg = json.loads(raw)
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "execute_reply":
+                replied = True
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                idle = True
+    finally:
+        ws.close()
+    return "".join(out)

@@ -1,0 +1,218 @@
+"""Execution: cells run in the notebook's kernel; outputs stream live into the room (real jupyter lab)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+
+import httpx
+import pytest
+from helpers import call, refused, write_notebook
+from ui_client import UIClient, ui_execute, ui_session
+
+from jupyter_mcp.client import LEGACY, MODERN, connect
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+FIVE_LINES = "import time\nfor i in range(5):\n    print(f'line {i}', flush=True)\n    time.sleep(0.3)"
+
+
+def notebook(live, *sources: str) -> tuple[str, list[str]]:
+    name = f"ex-{uuid.uuid4().hex[:8]}.ipynb"
+    return name, write_notebook(live.root / name, list(sources))
+
+
+def stdout_of(ycell) -> str:
+    return "".join(str(o.get("text", "")) for o in ycell["outputs"].to_py() if o.get("output_type") == "stream")
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_ui_sees_lines_one_by_one_before_the_call_returns(live, mode):
+    name, ids = notebook(live, FIVE_LINES)
+    async with connect(live.mcp_url, live.token, mode=mode) as mcp, UIClient(live.url, live.token, name) as ui:
+        states: list[tuple[str, str]] = []
+
+        def observe(_events):
+            ycell = ui.nb.ycells[0]
+            states.append((stdout_of(ycell), str(ycell.get("execution_state"))))
+
+        ui.nb.ycells.observe_deep(observe)
+        result = await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        seen_before_return = list(states)
+        assert result["status"] == "ok" and result["execution_count"] >= 1
+        partial = [s for s, _ in seen_before_return]
+        for k in range(1, 5):  # each prefix of the output was visible on its own, while running
+            prefix = "".join(f"line {i}\n" for i in range(k))
+            assert (prefix, "running") in seen_before_return, (prefix, partial)
+        await ui.wait_for(lambda: ui.nb.ycells[0].get("execution_state") == "idle"
+                          and ui.nb.ycells[0].get("execution_count") == result["execution_count"])
+        assert stdout_of(ui.nb.ycells[0]) == "".join(f"line {i}\n" for i in range(5))
+
+
+async def test_outputs_and_count_reach_disk(live):
+    name, ids = notebook(live, "print('saved output')", "21 * 2")
+    async with connect(live.mcp_url, live.token) as mcp:
+        first = await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        second = await call(mcp, "cell_execute", path=name, index=1)
+    assert second["execution_count"] == first["execution_count"] + 1
+    for _ in range(100):  # the room saves after its 1 s debounce
+        cells = json.loads((live.root / name).read_text())["cells"]
+        if cells[1]["outputs"]:
+            break
+        await asyncio.sleep(0.1)
+    assert cells[0]["execution_count"] == first["execution_count"]
+    assert "".join(cells[0]["outputs"][0]["text"]) == "saved output\n"
+    assert "".join(cells[1]["outputs"][0]["data"]["text/plain"]) == "42"
+
+
+async def test_print_only_cell_gets_its_count_and_error_cell_reports(live):
+    name, ids = notebook(live, "print('only printing')", "def f():\n    return 1/0\nf()")
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        printed = await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        assert isinstance(printed["execution_count"], int)
+        await ui.wait_for(lambda: ui.nb.ycells[0].get("execution_count") == printed["execution_count"])
+        raw = await mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[1]})
+        failed = raw.structured_content
+        assert failed["status"] == "error"
+        assert failed["outputs"][0]["ename"] == "ZeroDivisionError"
+        text = raw.content[0].text
+        assert "ZeroDivisionError" in text and "\x1b[" not in text and "return 1/0" in text
+        await ui.wait_for(lambda: [o["output_type"] for o in ui.nb.ycells[1]["outputs"].to_py()] == ["error"])
+
+
+async def test_png_comes_back_as_image_content(live):
+    code = ("import base64\nfrom IPython.display import Image, display\n"
+            f"display(Image(data=base64.b64decode('{PNG}')))\nprint('done')")
+    name, ids = notebook(live, code)
+    async with connect(live.mcp_url, live.token) as mcp:
+        raw = await mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[0]})
+        images = [c for c in raw.content if c.type == "image"]
+        assert len(images) == 1 and images[0].mime_type == "image/png" and images[0].data == PNG
+        assert any(c.type == "text" and "done" in c.text for c in raw.content)
+        scratch = await mcp.call_tool("code_execute", {"path": name, "code": code})
+        assert [c.type for c in scratch.content].count("image") == 1
+
+
+async def test_timeout_interrupts_and_the_kernel_is_free(live):
+    name, ids = notebook(live, "import time\ncounter = 0\nwhile True:\n    counter += 1\n    time.sleep(0.01)")
+    async with connect(live.mcp_url, live.token) as mcp:
+        raw = await mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[0], "timeout": 1.5})
+        result = raw.structured_content
+        assert result["status"] == "timeout" and "interrupted" in result["message"]
+        assert "KeyboardInterrupt" in raw.content[0].text
+        started = time.monotonic()
+        first = await call(mcp, "code_execute", path=name, code="print(counter)", timeout=10)
+        assert time.monotonic() - started < 10  # ran at once, not queued behind the loop
+        await asyncio.sleep(0.3)
+        second = await call(mcp, "code_execute", path=name, code="print(counter)", timeout=10)
+        assert first["outputs"][0]["text"] == second["outputs"][0]["text"]  # the loop really stopped
+        assert first["status"] == "ok"
+
+
+async def test_code_execute_leaves_the_document_untouched(live):
+    name, ids = notebook(live, "x = 1")
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        before = await call(mcp, "notebook_get", path=name)
+        ui_before = ui.nb.get()
+        result = await call(mcp, "code_execute", path=name, code="y = 41 + 1\nprint(y)")
+        assert result["outputs"][0]["text"] == "42\n"
+        after = await call(mcp, "notebook_get", path=name)
+        assert after["cells"] == before["cells"]
+        await asyncio.sleep(0.3)
+        assert ui.nb.get() == ui_before
+        empty = await refused(mcp, "code_execute", path=name, code="   ")
+        assert "code is empty" in empty
+
+
+async def test_the_ui_sessions_kernel_is_used(live):
+    name, ids = notebook(live, "shared = 'set by the agent'")
+    session = await ui_session(live.url, live.token, name)
+    async with connect(live.mcp_url, live.token) as mcp:
+        await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        seen = await ui_execute(live.url, live.token, session["kernel"]["id"], "print(shared)")
+        assert seen == "set by the agent\n"
+        await ui_execute(live.url, live.token, session["kernel"]["id"], "from_ui = 7")
+        back = await call(mcp, "code_execute", path=name, code="print(from_ui * 6)")
+        assert back["outputs"][0]["text"] == "42\n"
+    sessions = httpx.get(live.url + "api/sessions", headers=live.headers).json()
+    assert [s["kernel"]["id"] for s in sessions if s["path"] == name] == [session["kernel"]["id"]]
+
+
+async def test_mcp_creates_the_session_the_ui_then_joins(live):
+    name, ids = notebook(live, "made_by = 'mcp'")
+    async with connect(live.mcp_url, live.token) as mcp:
+        await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        sessions = [s for s in httpx.get(live.url + "api/sessions", headers=live.headers).json() if s["path"] == name]
+        assert len(sessions) == 1 and sessions[0]["type"] == "notebook"
+        joined = await ui_session(live.url, live.token, name)  # what JupyterLab does on open
+        assert joined["kernel"]["id"] == sessions[0]["kernel"]["id"]
+        assert await ui_execute(live.url, live.token, joined["kernel"]["id"], "print(made_by)") == "mcp\n"
+
+
+async def test_killed_kernel_gives_clear_error_and_next_run_works(live):
+    killer = "import os, signal, time\nprint('before the end', flush=True)\ntime.sleep(0.5)\nos.kill(os.getpid(), signal.SIGKILL)"
+    name, ids = notebook(live, killer, "print('alive again')")
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        message = await refused(mcp, "cell_execute", path=name, cell_id=ids[0], timeout=60)
+        assert "kernel died" in message
+        assert stdout_of(ui.nb.ycells[0]) == "before the end\n"  # partial output kept in the document
+        assert ui.nb.ycells[0].get("execution_state") == "idle"
+        again = await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=60)
+        assert again["status"] == "ok" and again["outputs"][0]["text"] == "alive again\n"
+
+
+async def test_clear_output_and_update_display_like_jupyterlab(live):
+    code = ("from IPython.display import display, clear_output, update_display\n"
+            "for i in range(3):\n    clear_output(wait=True)\n    print(f'step {i}')\n"
+            "h = display('first', display_id=True)\nh.update('updated')")
+    name, ids = notebook(live, code)
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        result = await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        assert [o["text"] for o in result["outputs"]] == ["step 2\n", "'updated'"]
+        await ui.wait_for(lambda: ui.nb.ycells[0].get("execution_state") == "idle")
+        outs = ui.nb.ycells[0]["outputs"].to_py()
+        assert [o["output_type"] for o in outs] == ["stream", "display_data"]
+        assert outs[0]["text"] == "step 2\n" and outs[1]["data"]["text/plain"] == "'updated'"
+
+
+async def test_stream_sends_outputs_as_progress_before_the_result(live):
+    name, ids = notebook(live, FIVE_LINES)
+    async with connect(live.mcp_url, live.token) as mcp:
+        got: list[str] = []
+        result_arrived = asyncio.Event()
+
+        async def on_progress(progress, total, message):
+            assert not result_arrived.is_set()
+            got.append(message)
+
+        raw = await mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[0], "stream": True},
+                                  progress_callback=on_progress)
+        result_arrived.set()
+        assert got == [f"line {i}\n" for i in range(5)]
+        assert raw.structured_content["status"] == "ok"
+
+
+async def test_stream_without_progress_token_sends_log_messages(live):
+    name, ids = notebook(live, "print('a', flush=True)\nprint('b')")
+    logs: list[str] = []
+
+    async def on_log(params):
+        logs.append(params.data["msg"] if isinstance(params.data, dict) else str(params.data))
+
+    async with connect(live.mcp_url, live.token, logging_callback=on_log) as mcp:
+        await call(mcp, "code_execute", path=name, code="print('a', flush=True)\nimport time; time.sleep(0.2)\nprint('b')",
+                   stream=True)
+    assert "".join(logs) == "a\nb\n"
+
+
+async def test_execute_refusals(live):
+    name, ids = notebook(live, "x = 1")
+    md = f"md-{uuid.uuid4().hex[:6]}.ipynb"
+    md_ids = write_notebook(live.root / md, ["# Title"], cell_type="markdown")
+    async with connect(live.mcp_url, live.token) as mcp:
+        assert "no cell with id" in await refused(mcp, "cell_execute", path=name, cell_id="nope")
+        assert "out of range" in await refused(mcp, "cell_execute", path=name, index=4)
+        assert "only code cells run" in await refused(mcp, "cell_execute", path=md, cell_id=md_ids[0])
+        assert "escapes" in await refused(mcp, "code_execute", path="../x.ipynb", code="1")
+        assert "no notebook" in await refused(mcp, "code_execute", path="nothere.ipynb", code="1")
