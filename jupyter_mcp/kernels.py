@@ -20,8 +20,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import nbformat
-
 from .errors import NotebookError
 
 log = logging.getLogger(__name__)
@@ -60,6 +58,7 @@ class Kernels:
     def __init__(self, serverapp: Any) -> None:
         self.serverapp = serverapp
         self._clients: dict[str, Any] = {}
+        self._by_path: dict[str, str] = {}
         self._run_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._session_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
@@ -69,21 +68,29 @@ class Kernels:
 
     async def for_notebook(self, path: str, kernel_name: str | None = None) -> str:
         """The kernel id of the notebook's session, creating the session if there is none."""
+        known = self._by_path.get(path)
+        if known is not None and known in self.km:
+            return known
         async with self._session_locks[path]:
-            sm = self.serverapp.session_manager
-            for session in await sm.list_sessions():
-                if session_path(session.get("path") or "") == path and session.get("kernel"):
-                    kernel_id = session["kernel"]["id"]
-                    if kernel_id in self.km:
-                        return kernel_id
-            specs = self.serverapp.kernel_spec_manager.find_kernel_specs()
-            name = kernel_name if kernel_name in specs else None
-            try:
-                session = await sm.create_session(path=path, name=os.path.basename(path), type="notebook",
-                                                  kernel_name=name or self.km.default_kernel_name)
-            except Exception as exc:
-                raise NotebookError(f"could not start a kernel for {path!r}: {exc}") from None
-            return session["kernel"]["id"]
+            self._by_path[path] = kernel_id = await self._session_kernel(path, kernel_name)
+            return kernel_id
+
+    async def _session_kernel(self, path: str, kernel_name: str | None) -> str:
+        """The kernel of the session whose path is the notebook's, or of a new session."""
+        sm = self.serverapp.session_manager
+        for session in await sm.list_sessions():
+            if session_path(session.get("path") or "") == path and session.get("kernel"):
+                kernel_id = session["kernel"]["id"]
+                if kernel_id in self.km:
+                    return kernel_id
+        specs = self.serverapp.kernel_spec_manager.find_kernel_specs()
+        name = kernel_name if kernel_name in specs else None
+        try:
+            session = await sm.create_session(path=path, name=os.path.basename(path), type="notebook",
+                                              kernel_name=name or self.km.default_kernel_name)
+        except Exception as exc:
+            raise NotebookError(f"could not start a kernel for {path!r}: {exc}") from None
+        return session["kernel"]["id"]
 
     async def _client(self, kernel_id: str) -> Any:
         client = self._clients.get(kernel_id)
@@ -226,8 +233,7 @@ class _Collector:
             return False
         if self.clear_on_next:
             await self._clear()
-        output = nbformat.v4.output_from_msg(msg)
-        output = _plain(output)
+        output = _output_from_msg(kind, content)
         if kind == "stream" and outputs and outputs[-1].get("output_type") == "stream" \
                 and outputs[-1].get("name") == output.get("name"):
             outputs[-1] = {**outputs[-1], "text": outputs[-1]["text"] + output["text"]}
@@ -247,10 +253,16 @@ class _Collector:
         await self.emit({"kind": "clear"})
 
 
-def _plain(output: Any) -> dict[str, Any]:
-    """nbformat's NotebookNode as plain dicts/lists (what the document stores)."""
-    if isinstance(output, dict):
-        return {k: _plain(v) for k, v in output.items()}
-    if isinstance(output, list):
-        return [_plain(v) for v in output]
+def _output_from_msg(kind: str, content: dict[str, Any]) -> dict[str, Any]:
+    """An nbformat v4 output for an iopub message (built directly: validating every
+    output through nbformat's schema costs more than the kernel round trip)."""
+    if kind == "stream":
+        return {"output_type": "stream", "name": content.get("name", "stdout"), "text": content.get("text", "")}
+    if kind == "error":
+        return {"output_type": "error", "ename": content.get("ename", ""), "evalue": content.get("evalue", ""),
+                "traceback": list(content.get("traceback") or [])}
+    output = {"output_type": kind, "data": dict(content.get("data") or {}),
+              "metadata": dict(content.get("metadata") or {})}
+    if kind == "execute_result":
+        output["execution_count"] = content.get("execution_count")
     return output

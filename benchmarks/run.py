@@ -1,0 +1,49 @@
+"""Run every benchmark scenario against a fresh real `jupyter lab`; print medians, p90s and ratios.
+
+    bash tasks/bench            # all scenarios
+    bash tasks/bench exec_trivial ping
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent))
+
+from benchmarks import scenarios  # noqa: E402
+from live import LiveServer  # noqa: E402
+
+
+async def main(selected: list[str]) -> int:
+    with tempfile.TemporaryDirectory(prefix="jupyter-mcp-bench-") as tmp:
+        server = LiveServer(Path(tmp)).start()
+        try:
+            started = time.monotonic()
+            print(f"# jupyter-mcp benchmarks, {time.strftime('%Y-%m-%d %H:%M')} on {platform.node()} "
+                  f"({platform.machine()}, {platform.python_version()})")
+            results = []
+            for name, scenario in scenarios.ALL.items():
+                if selected and name not in selected:
+                    continue
+                result = await scenario(server)
+                results.append(result)
+                print(result.line(), flush=True)
+            print(f"# {len(results)} scenarios in {time.monotonic() - started:.0f}s")
+            (HERE / "last-run.json").write_text(json.dumps(
+                [{"name": r.name, "ratio": r.ratio, "target": r.target, "note": r.note, **r.extra} for r in results],
+                indent=1))
+        finally:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main(sys.argv[1:])))
