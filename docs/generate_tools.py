@@ -63,7 +63,11 @@ def render(tools) -> str:
 async def tools():
     from jupyter_mcp.mcp_server import build_server
 
-    fake = SimpleNamespace(server_name="jupyter", rooms=None, kernels=None, root_dir="/", serverapp=None)
+    from jupyter_mcp.mcp_server import partial_result
+    from jupyter_mcp.tasks import InMemoryTaskStore, TaskManager
+
+    fake = SimpleNamespace(server_name="jupyter", rooms=None, kernels=None, root_dir="/", serverapp=None,
+                           tasks=TaskManager(InMemoryTaskStore(), render_partial=partial_result))
     return await build_server(fake).list_tools(run_middleware=False)
 
 

@@ -12,10 +12,11 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 from tornado import web
-from traitlets import Float, Unicode, default
+from traitlets import Dict, Float, Integer, Unicode, default
 
 from .kernels import Kernels
 from .rtc_adapter import Rooms
+from .tasks import TaskManager, load_store
 from .tornado_asgi import ASGIRequest, Lifespan
 
 MCP_PATH = "/mcp"
@@ -140,8 +141,24 @@ class JupyterMCPApp(ExtensionApp):
     def _default_room_sweep_interval(self) -> float:
         return float(os.environ.get("MCP_ROOM_SWEEP_INTERVAL_SEC", "60"))
 
+    task_store_class = Unicode(
+        config=True,
+        help="Where MCP tasks are kept, as module:Class (e.g. jupyter_mcp.tasks.redis_store:RedisTaskStore). "
+        "Default: $JUPYTER_MCP_TASK_STORE_CLASS, else in this process. A class that cannot be loaded "
+        "stops the server at start; there is no fallback.",
+    )
+
+    @default("task_store_class")
+    def _default_task_store_class(self) -> str:
+        return os.environ.get("JUPYTER_MCP_TASK_STORE_CLASS", "")
+
+    task_store_options = Dict(
+        config=True, help="Keyword arguments for the task store class (e.g. {'url': 'redis://host:6379/0'}).")
+
+    task_poll_interval = Integer(1000, config=True, help="pollInterval (ms) advertised on every working task.")
+
     def initialize_settings(self) -> None:
-        from .mcp_server import build_server
+        from .mcp_server import build_server, partial_result
 
         self.session_owners: dict[str, str] = {}
         self.ready = asyncio.Event()
@@ -149,6 +166,13 @@ class JupyterMCPApp(ExtensionApp):
         self.rooms = Rooms(self.serverapp, self.root_dir, idle_timeout=self.room_idle_timeout,
                            sweep_interval=self.room_sweep_interval)
         self.kernels = Kernels(self.serverapp)
+        try:
+            self.task_store = load_store(self.task_store_class, **self.task_store_options)
+        except Exception as exc:
+            self.log.critical("jupyter_mcp: the task store %r cannot be used: %s", self.task_store_class, exc)
+            raise SystemExit(1) from None
+        self.tasks = TaskManager(self.task_store, render_partial=partial_result,
+                                 poll_interval_ms=self.task_poll_interval)
         self.mcp = build_server(self)
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)
         self._lifespan = Lifespan(self.asgi_app)
@@ -177,5 +201,6 @@ class JupyterMCPApp(ExtensionApp):
         return url_path_join(self.serverapp.connection_url, MCP_PATH)
 
     async def stop_extension(self) -> None:
+        await self.tasks.stop()  # tasks still running here end "failed: server stopped"
         await self.rooms.stop()  # first: every edit MCP made is written before rooms go
         await self._lifespan.stop()

@@ -7,11 +7,11 @@ because today's SDK clients cannot send task metadata on their own.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -29,4 +29,71 @@ async def connect(url: str, token: str | None = None, *, mode: str = LEGACY, **k
             yield client
 
 
-__all__ = ["LEGACY", "MODERN", "connect", "httpx2"]
+TERMINAL = ("completed", "failed", "cancelled")
+IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
+
+
+class Tasks:
+    """Call tools as MCP tasks (io.datalayer/tasks) over an open ``Client``.
+
+    ``submit`` sends tools/call with task metadata (and an idempotency key, so a
+    retry after a dropped connection answers the same task); ``get``, ``list``,
+    ``cancel`` and ``result`` are the four tasks/* methods; ``wait`` polls at the
+    task's pollInterval. Errors from the server raise ``mcp.shared.exceptions.MCPError``.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A raw JSON-RPC request: the SDK's typed calls reject task-shaped results."""
+        session = self.client.session
+        data: dict[str, Any] = {"method": method, "params": params or {}}
+        opts: dict[str, Any] = {}
+        session._stamp(data, opts)
+        return await session._dispatcher.send_raw_request(method, data.get("params"), opts)
+
+    async def submit(self, tool: str, arguments: dict[str, Any] | None = None, *, ttl: int | None = None,
+                     idempotency_key: str | None = None) -> dict[str, Any]:
+        """Start ``tool`` as a task; returns the Task (taskId, status, pollInterval, ...)."""
+        params: dict[str, Any] = {"name": tool, "arguments": arguments or {}, "task": {} if ttl is None else {"ttl": ttl}}
+        if idempotency_key is not None:
+            params["_meta"] = {IDEMPOTENCY_KEY: idempotency_key}
+        created = await self.request("tools/call", params)
+        if "task" not in created:
+            raise RuntimeError(f"the server answered tools/call without a task: {created!r}")
+        return created["task"]
+
+    async def get(self, task_id: str) -> dict[str, Any]:
+        return await self.request("tasks/get", {"taskId": task_id})
+
+    async def list(self, cursor: str | None = None) -> dict[str, Any]:
+        return await self.request("tasks/list", {"cursor": cursor} if cursor else {})
+
+    async def cancel(self, task_id: str) -> dict[str, Any]:
+        return await self.request("tasks/cancel", {"taskId": task_id})
+
+    async def result(self, task_id: str) -> dict[str, Any]:
+        """The CallToolResult of a terminal task (raises for a failed one or one still working)."""
+        return await self.request("tasks/result", {"taskId": task_id})
+
+    async def wait(self, task_id: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Poll tasks/get at the task's pollInterval until it is terminal."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            task = await self.get(task_id)
+            if task["status"] in TERMINAL:
+                return task
+            if deadline is not None and loop.time() > deadline:
+                raise TimeoutError(f"task {task_id} still {task['status']} after {timeout}s")
+            await asyncio.sleep(task.get("pollInterval", 1000) / 1000)
+
+    async def run(self, tool: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        """submit, wait, result: a tool call that survives as a task."""
+        task = await self.submit(tool, arguments, **kwargs)
+        await self.wait(task["taskId"])
+        return await self.result(task["taskId"])
+
+
+__all__ = ["LEGACY", "MODERN", "Tasks", "connect"]

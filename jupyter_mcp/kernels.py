@@ -128,7 +128,7 @@ class Kernels:
         an MCP task, the interrupt is registered for cancellation and the outputs so
         far are recorded after each message.
         """
-        from .tasks import record_output, register_interrupt
+        from .tasks import register_interrupt
 
         async with self._run_locks[kernel_id]:
             if not await self._alive(kernel_id):
@@ -139,44 +139,72 @@ class Kernels:
             collector = _Collector(result, on_event)
             await register_interrupt(lambda: self.interrupt(kernel_id))
             msg_id = client.execute(code, allow_stdin=False, stop_on_error=True)
-            deadline = time.monotonic() + timeout
-            interrupted_at: float | None = None
-            while True:
-                now = time.monotonic()
-                if interrupted_at is None and now >= deadline:
-                    result.status = "timeout"
-                    result.message = f"timed out after {timeout:g}s; the kernel was interrupted"
-                    interrupted_at = now
-                    await self.interrupt(kernel_id)
-                if interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_SEC:
-                    result.message = (f"timed out after {timeout:g}s; the kernel did not stop after an "
-                                      "interrupt and may still be busy")
-                    return result
-                limit = deadline if interrupted_at is None else interrupted_at + INTERRUPT_GRACE_SEC
-                try:
-                    msg = await client.get_iopub_msg(timeout=max(0.01, min(IDLE_CHECK_SEC, limit - now)))
-                except queue.Empty:
-                    if not await self._alive(kernel_id):
-                        self.forget(kernel_id)
-                        raise KernelDied("the kernel died while running this code (out of memory, or killed); "
-                                         "outputs so far are kept; the next call starts a fresh kernel") from None
-                    continue
-                if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue  # another client's execution (the UI's) on the same kernel
-                if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
-                    break
-                if await collector.handle(msg):
-                    await record_output(list(result.outputs))
-            reply = await self._reply(client, msg_id)
+            try:
+                settled = await self._wait(kernel_id, client, msg_id, result, collector, timeout)
+            except asyncio.CancelledError:
+                # Cancelled (a task's cancel interrupts first): let the kernel settle before
+                # the next run, or it aborts requests that arrive right after the error.
+                await self._settle(client, msg_id)
+                raise
+            reply = await self._reply(client, msg_id) if settled else None
             content = reply.get("content", {}) if reply else {}
             count = content.get("execution_count")
             if isinstance(count, (int, float)):
                 result.execution_count = int(count)
             if result.status == "ok" and content.get("status") in ("error", "aborted"):
                 result.status = content["status"]
+            if result.status == "aborted":
+                result.message = "the kernel aborted this execution: an earlier one failed just before it"
             if result.status == "error" and any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs):
                 result.status = "interrupted"
             return result
+
+    async def _wait(self, kernel_id: str, client: Any, msg_id: str, result: Execution, collector: _Collector,
+                    timeout: float) -> bool:
+        """Collect the execution's output until it is idle (True), or give up after a
+        timeout whose interrupt the kernel ignored (False)."""
+        from .tasks import record_output
+
+        deadline = time.monotonic() + timeout
+        interrupted_at: float | None = None
+        while True:
+            now = time.monotonic()
+            if interrupted_at is None and now >= deadline:
+                result.status = "timeout"
+                result.message = f"timed out after {timeout:g}s; the kernel was interrupted"
+                interrupted_at = now
+                await self.interrupt(kernel_id)
+            if interrupted_at is not None and now - interrupted_at > INTERRUPT_GRACE_SEC:
+                result.message = (f"timed out after {timeout:g}s; the kernel did not stop after an "
+                                  "interrupt and may still be busy")
+                return False
+            limit = deadline if interrupted_at is None else interrupted_at + INTERRUPT_GRACE_SEC
+            try:
+                msg = await client.get_iopub_msg(timeout=max(0.01, min(IDLE_CHECK_SEC, limit - now)))
+            except queue.Empty:
+                if not await self._alive(kernel_id):
+                    self.forget(kernel_id)
+                    raise KernelDied("the kernel died while running this code (out of memory, or killed); "
+                                     "outputs so far are kept; the next call starts a fresh kernel") from None
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue  # another client's execution (the UI's) on the same kernel
+            if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
+                return True
+            if await collector.handle(msg):
+                await record_output(list(result.outputs))
+
+    async def _settle(self, client: Any, msg_id: str) -> None:
+        """Read until the execution ``msg_id`` is idle (bounded), discarding its output."""
+        deadline = time.monotonic() + INTERRUPT_GRACE_SEC
+        while time.monotonic() < deadline:
+            try:
+                msg = await client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return
+            if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg["msg_type"] == "status"
+                    and msg["content"].get("execution_state") == "idle"):
+                return
 
     async def _reply(self, client: Any, msg_id: str) -> dict[str, Any] | None:
         """The shell reply to ``msg_id`` (it arrives around the idle status)."""

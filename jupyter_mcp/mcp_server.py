@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastmcp import Context, FastMCP
 from fastmcp.tools.base import ToolResult
+from mcp_types import TextContent
 from pydantic import Field
 
 from . import __version__, cells, execution, files, outputs
+from .tasks import TasksExtension
 from .errors import NotebookError
 from .paths import canonical_path
 
@@ -278,4 +280,21 @@ def build_server(ext: JupyterMCPApp) -> FastMCP:
         """
         return {"rooms": await rooms.describe()}
 
+    TasksExtension(ext.tasks, principal_of).install(mcp)
     return mcp
+
+
+def principal_of(request: Any) -> str:
+    """Who made an MCP request: the principal the /mcp handler put in the ASGI scope."""
+    scope = getattr(request, "scope", None) or {}
+    return scope.get("jupyter_user") or "local"
+
+
+def partial_result(recorded: Any) -> dict[str, Any]:
+    """A cancelled execution's outputs so far, as its task's result."""
+    items = recorded if isinstance(recorded, list) else [recorded]
+    blocks = outputs.to_content(items) + [TextContent(type="text", text="[cancelled: the outputs so far]")]
+    return {"content": [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in blocks],
+            "structuredContent": {"status": "cancelled", "partial": True,
+                                  "outputs": outputs.summarize(items, outputs.DEFAULT_MAX_CHARS)},
+            "isError": False}

@@ -31,3 +31,11 @@ async def record_output(outputs: list[Any]) -> bool:
 
 
 __all__ = ["current_task", "record_output", "register_interrupt"]
+
+from .binding import EXTENSION_ID, IDEMPOTENCY_KEY, TasksExtension  # noqa: E402
+from .manager import TaskManager  # noqa: E402
+from .records import TaskRecord, TaskStore  # noqa: E402
+from .stores import InMemoryTaskStore, load_store  # noqa: E402
+
+__all__ += ["EXTENSION_ID", "IDEMPOTENCY_KEY", "InMemoryTaskStore", "TaskManager", "TaskRecord", "TaskStore",
+            "TasksExtension", "load_store"]
