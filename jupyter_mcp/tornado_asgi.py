@@ -56,6 +56,8 @@ class Lifespan:
         if not self._task.done():
             self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
+        await _stop_sse_watchers()
+
 
     async def _run(self) -> None:
         scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
@@ -164,3 +166,14 @@ class ASGIRequest:
     def connection_closed(self) -> None:
         """Called from the handler's ``on_connection_close``: the client went away."""
         self.disconnected.set()
+
+
+async def _stop_sse_watchers() -> None:
+    """sse-starlette keeps one shutdown-poll task per event loop for the life of the
+    loop (it watches uvicorn, which is not running here); end it with the app so
+    nothing is left pending when the server's loop closes."""
+    watchers = [t for t in asyncio.all_tasks()
+                if getattr(t.get_coro(), "__qualname__", "") == "_shutdown_watcher"]
+    for task in watchers:
+        task.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)

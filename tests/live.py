@@ -79,6 +79,9 @@ class LiveServer:
                 r = httpx.post(self.mcp_url, headers=self.headers, timeout=2)
                 if r.status_code == 400:  # routed and the MCP app is up
                     return self
+                if r.status_code == 503:
+                    self.stop()
+                    raise RuntimeError(f"jupyter_mcp did not start: {r.text}\n{self.log()}")
             except httpx.HTTPError:
                 pass
             time.sleep(0.2)

@@ -16,6 +16,7 @@ INIT = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
 }
+EXTENSIONS = {"jupyter_mcp": True, "jupyter_server_ydoc": True, "jupyter_server_fileid": True}
 MCP_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 
 
@@ -90,7 +91,7 @@ class TestAllowedOrigin:
     @pytest.fixture
     def jp_server_config(self):
         return {"ServerApp": {"allow_origin": "https://lab.example.org",
-                              "jpserver_extensions": {"jupyter_mcp": True, "jupyter_server_ydoc": True}}}
+                              "jpserver_extensions": EXTENSIONS}}
 
     async def test_allow_origin_is_respected(self, mcp_url, jp_token):
         async with httpx.AsyncClient() as http:
@@ -122,7 +123,7 @@ class TestAuthorizer:
     @pytest.fixture
     def jp_server_config(self):
         return {"ServerApp": {"authorizer_class": "test_http.DenyMCP",
-                              "jpserver_extensions": {"jupyter_mcp": True, "jupyter_server_ydoc": True}}}
+                              "jpserver_extensions": EXTENSIONS}}
 
     async def test_denied_by_authorizer(self, mcp_url, jp_token):
         async with httpx.AsyncClient() as http:
