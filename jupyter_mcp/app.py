@@ -187,6 +187,7 @@ class JupyterMCPApp(ExtensionApp):
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         try:
             await self.rooms.start()
+            await self.tasks.start()
             await self._lifespan.start()
         except Exception as exc:
             self.start_error = f"{type(exc).__name__}: {exc}"

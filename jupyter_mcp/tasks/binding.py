@@ -34,7 +34,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .manager import INVALID_PARAMS, TaskError, TaskManager
+from .manager import INTERNAL_ERROR, INVALID_PARAMS, TaskError, TaskManager
 from .records import TaskRecord
 
 EXTENSION_ID = "io.datalayer/tasks"
@@ -70,8 +70,11 @@ def tool_result_wire(result: Any) -> dict[str, Any]:
     return dict(result)
 
 
-def _mcp_error(exc: TaskError) -> MCPError:
-    return MCPError(code=exc.code, message=exc.message, data=exc.data)
+def _mcp_error(exc: Exception) -> MCPError:
+    if isinstance(exc, TaskError):
+        return MCPError(code=exc.code, message=exc.message, data=exc.data)
+    # anything else is the store failing (Redis down, say): say so, do not guess
+    return MCPError(code=INTERNAL_ERROR, message=f"the task store is unavailable: {type(exc).__name__}: {exc}")
 
 
 class TasksExtension(ServerExtension):
@@ -142,7 +145,7 @@ class TasksExtension(ServerExtension):
                 owner=self.principal(rc.request if rc is not None else None), tool=params.name,
                 fingerprint=fingerprint(params.name, raw.get("arguments")), ttl=task.get("ttl"), key=key,
                 work=work, notify=notify)
-        except TaskError as exc:
+        except Exception as exc:
             raise _mcp_error(exc) from None
         return ToolResult(content=[TextContent(type="text", text=f"task {record.task_id} created")],
                           meta={_PLACEHOLDER: record.to_wire()})
@@ -167,13 +170,13 @@ class TasksExtension(ServerExtension):
     async def _get(self, ctx: Any, params: GetTaskRequestParams) -> dict[str, Any]:
         try:
             return (await self.manager.get(self._owner(ctx), params.task_id)).to_wire()
-        except TaskError as exc:
+        except Exception as exc:
             raise _mcp_error(exc) from None
 
     async def _list(self, ctx: Any, params: PaginatedRequestParams) -> dict[str, Any]:
         try:
             page, cursor = await self.manager.list(self._owner(ctx), params.cursor)
-        except TaskError as exc:
+        except Exception as exc:
             raise _mcp_error(exc) from None
         answer: dict[str, Any] = {"tasks": [r.to_wire() for r in page]}
         if cursor:
@@ -189,13 +192,13 @@ class TasksExtension(ServerExtension):
 
         try:
             return (await self.manager.cancel(self._owner(ctx), params.task_id, notify)).to_wire()
-        except TaskError as exc:
+        except Exception as exc:
             raise _mcp_error(exc) from None
 
     async def _result(self, ctx: Any, params: GetTaskPayloadRequestParams) -> dict[str, Any]:
         try:
             result = dict(await self.manager.result(self._owner(ctx), params.task_id))
-        except TaskError as exc:
+        except Exception as exc:
             raise _mcp_error(exc) from None
         result["_meta"] = {**(result.get("_meta") or {}), RELATED_TASK: {"taskId": params.task_id}}
         return result

@@ -24,6 +24,7 @@ DEFAULT_TTL_MS = 15 * 60 * 1000
 MAX_TTL_MS = 24 * 60 * 60 * 1000
 DEFAULT_POLL_MS = 1000
 PARTIAL_PERSIST_SEC = 1.0  # how often recorded output is written to a shared store
+CANCEL_GRACE_SEC = 2.0  # after the interrupt, how long the work may take to return its own result
 
 
 class TaskError(Exception):
@@ -236,6 +237,10 @@ class TaskManager:
                 log.error("jupyter_mcp: interrupting the work of task %s failed; cancelling it anyway",
                           run.record.task_id, exc_info=True)
         if run.work is not None and not run.work.done():
+            # An interrupted cell usually returns at once with its complete answer; give it
+            # that moment, then stop waiting.
+            await asyncio.wait([run.work], timeout=CANCEL_GRACE_SEC if run.interrupts else 0)
+        if run.work is not None and not run.work.done():
             run.work.cancel()
             await asyncio.wait([run.work], timeout=10)
         self.runs.pop(run.record.task_id, None)
@@ -245,6 +250,11 @@ class TaskManager:
             result = self.render_partial(run.partial) if run.partial else None
         return await self.store.update(run.record.task_id, expect_status=WORKING, status=CANCELLED,
                                        status_message="cancelled by request", result=result, partial=run.partial)
+
+    async def start(self) -> None:
+        start = getattr(self.store, "start", None)
+        if start is not None:
+            await start(self.server_id)
 
     async def stop(self) -> None:
         """Server shutdown: tasks still running here end failed ("server stopped")."""
@@ -256,6 +266,9 @@ class TaskManager:
                                     status_message="server stopped",
                                     error={"message": "server stopped", "partial": run.partial}, partial=run.partial)
         self.runs.clear()
+        stop = getattr(self.store, "stop", None)
+        if stop is not None:
+            await stop()
 
 
 async def _notify(notify: Notify, record: TaskRecord) -> None:

@@ -1,0 +1,183 @@
+"""A task store on Redis: tasks survive a server restart and are shared between servers.
+
+    export JUPYTER_MCP_TASK_STORE_CLASS=jupyter_mcp.tasks.redis_store:RedisTaskStore
+    export JUPYTER_MCP_REDIS_URL=redis://redis:6379/0
+
+A record is one JSON value; a finished one is given the ttl as its Redis expiry, so
+retention costs nothing. Every server holds a short lease while it runs; a task
+still "working" whose server's lease is gone (the server died) answers failed,
+"server stopped", instead of working forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from typing import Any
+
+from .records import FAILED, TERMINAL, WORKING, TaskRecord
+
+log = logging.getLogger(__name__)
+
+LEASE_SEC = 10
+HEARTBEAT_SEC = 3
+
+
+class RedisTaskStore:
+    shared = True  # other servers read and cancel these records
+
+    def __init__(self, url: str | None = None, prefix: str = "jupyter-mcp:", **options: Any) -> None:
+        try:
+            import redis.asyncio as aioredis
+        except ImportError as exc:  # a clear start-up failure, never a silent fallback
+            raise ImportError("RedisTaskStore needs the redis package: pip install 'jupyter-mcp[redis]'") from exc
+        self.url = url or os.environ.get("JUPYTER_MCP_REDIS_URL", "redis://127.0.0.1:6379/0")
+        self.prefix = prefix
+        self.redis = aioredis.from_url(self.url, decode_responses=True, **options)
+        self.server_id: str | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    # -- keys ----------------------------------------------------------------------
+
+    def _task(self, task_id: str) -> str:
+        return f"{self.prefix}task:{task_id}"
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}key:{key}"
+
+    def _owner(self, owner: str | None) -> str:
+        return f"{self.prefix}owner:{owner}" if owner is not None else f"{self.prefix}all"
+
+    def _lease(self, server_id: str) -> str:
+        return f"{self.prefix}server:{server_id}"
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def start(self, server_id: str) -> None:
+        """Hold this server's lease for as long as it runs."""
+        self.server_id = server_id
+        await self._renew()
+        self._heartbeat = asyncio.create_task(self._beat(), name="jupyter-mcp-redis-lease")
+
+    async def _renew(self) -> None:
+        try:
+            await self.redis.set(self._lease(self.server_id or ""), "1", ex=LEASE_SEC)
+        except Exception as exc:  # Redis down: task calls fail clearly until it is back
+            log.warning("jupyter_mcp: cannot reach the Redis task store at %s: %s", self.url, exc)
+
+    async def _beat(self) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SEC)
+            await self._renew()
+
+    async def stop(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.gather(self._heartbeat, return_exceptions=True)
+        with contextlib.suppress(Exception):
+            if self.server_id:
+                await self.redis.delete(self._lease(self.server_id))
+        await self.redis.aclose()
+
+    # -- the store protocol --------------------------------------------------------------
+
+    @staticmethod
+    def _dump(record: TaskRecord) -> str:
+        return json.dumps(record.to_dict(), separators=(",", ":"), default=str)
+
+    async def create(self, record: TaskRecord) -> TaskRecord:
+        if record.idempotency_key:
+            key = self._key(record.idempotency_key)
+            if not await self.redis.set(key, record.task_id, nx=True):
+                holder = await self.find_by_key(record.idempotency_key)
+                if holder is not None:
+                    return holder
+                await self.redis.set(key, record.task_id)  # the holder expired: the key is free
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.set(self._task(record.task_id), self._dump(record))
+            pipe.zadd(self._owner(record.owner), {record.task_id: record.created_at})
+            pipe.zadd(self._owner(None), {record.task_id: record.created_at})
+            await pipe.execute()
+        return record
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        raw = await self.redis.get(self._task(task_id))
+        return await self._alive(raw)
+
+    async def _alive(self, raw: str | None) -> TaskRecord | None:
+        if raw is None:
+            return None
+        record = TaskRecord.from_dict(json.loads(raw))
+        if record.expired():
+            return None
+        if record.status == WORKING and record.server_id and record.server_id != self.server_id:
+            if not await self.redis.exists(self._lease(record.server_id)):
+                failed = await self.update(record.task_id, expect_status=WORKING, status=FAILED,
+                                           status_message="server stopped",
+                                           error={"message": "server stopped", "partial": record.partial})
+                return failed or await self.get(record.task_id)
+        return record
+
+    async def list(self, *, limit: int = 50, owner: str | None = None,
+                   before: tuple[float, str] | None = None) -> list[TaskRecord]:
+        index = self._owner(owner)
+        top = f"({before[0]!r}" if before else "+inf"
+        found: list[TaskRecord] = []
+        while len(found) < limit:
+            ids = await self.redis.zrevrangebyscore(index, top, "-inf", start=0, num=limit * 2, withscores=True)
+            if not ids:
+                break
+            raws = await self.redis.mget([self._task(i) for i, _ in ids])
+            stale = []
+            for (task_id, _), raw in zip(ids, raws):
+                record = await self._alive(raw)
+                if record is None:
+                    stale.append(task_id)
+                elif len(found) < limit:
+                    found.append(record)
+            if stale:
+                await self.redis.zrem(index, *stale)
+            top = f"({ids[-1][1]!r}"
+        return found
+
+    async def update(self, task_id: str, *, expect_status: str | None = None, **changes: Any) -> TaskRecord | None:
+        from redis.exceptions import WatchError
+
+        key = self._task(task_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            while True:
+                try:
+                    await pipe.watch(key)
+                    raw = await pipe.get(key)
+                    if raw is None:
+                        return None
+                    record = TaskRecord.from_dict(json.loads(raw))
+                    if record.terminal or (expect_status is not None and record.status != expect_status):
+                        return None
+                    for name, value in changes.items():
+                        setattr(record, name, value)
+                    record.last_updated_at = time.time()
+                    pipe.multi()
+                    if record.status in TERMINAL:  # retention: Redis drops it when its ttl is over
+                        pipe.set(key, self._dump(record), px=max(1, record.ttl_ms))
+                        if record.idempotency_key:
+                            pipe.pexpire(self._key(record.idempotency_key), max(1, record.ttl_ms))
+                    else:
+                        pipe.set(key, self._dump(record))
+                    await pipe.execute()
+                    return record
+                except WatchError:
+                    continue
+
+    async def find_by_key(self, idempotency_key: str) -> TaskRecord | None:
+        task_id = await self.redis.get(self._key(idempotency_key))
+        if task_id is None:
+            return None
+        record = await self.get(task_id)
+        if record is None:
+            await self.redis.delete(self._key(idempotency_key))
+        return record
