@@ -8,11 +8,13 @@ because today's SDK clients cannot send task metadata on their own.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp import Client
+from mcp.client.extension import ClientExtension, NotificationBinding
+from mcp_types import TaskStatusNotificationParams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -20,9 +22,28 @@ LEGACY = "legacy"  # the initialize handshake (2025-11-25), what most clients sp
 MODERN = "2026-07-28"
 
 
+class TaskStatusListener(ClientExtension):
+    """Delivers notifications/tasks/status to a callback (they are advisory: poll anyway)."""
+
+    identifier = "io.datalayer/tasks"
+
+    def __init__(self, on_status: Callable[[TaskStatusNotificationParams], Awaitable[None]]) -> None:
+        self.on_status = on_status
+
+    def notifications(self) -> list[NotificationBinding[Any]]:
+        return [NotificationBinding(method="notifications/tasks/status", params_type=TaskStatusNotificationParams,
+                                    handler=self.on_status)]
+
+
 @asynccontextmanager
-async def connect(url: str, token: str | None = None, *, mode: str = LEGACY, **kwargs: Any) -> AsyncIterator[Client]:
-    """An MCP client session on ``url`` (…/mcp), authenticated with a Jupyter token."""
+async def connect(url: str, token: str | None = None, *, mode: str = LEGACY,
+                  on_task_status: Callable[[TaskStatusNotificationParams], Awaitable[None]] | None = None,
+                  **kwargs: Any) -> AsyncIterator[Client]:
+    """An MCP client session on ``url`` (…/mcp), authenticated with a Jupyter token.
+
+    ``on_task_status`` receives the server's task status notifications."""
+    if on_task_status is not None:
+        kwargs["extensions"] = [*kwargs.get("extensions", []), TaskStatusListener(on_task_status)]
     headers = {"Authorization": f"token {token}"} if token else None
     async with create_mcp_http_client(headers=headers) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode, **kwargs) as client:

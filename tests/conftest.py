@@ -58,3 +58,57 @@ def live_factory(tmp_path):
     yield make
     for server in started:
         server.stop()
+
+
+class RedisServer:
+    """A real redis-server on a free port (no persistence: a restart empties it)."""
+
+    def __init__(self, base: Path) -> None:
+        import shutil
+
+        self.binary = shutil.which("redis-server")
+        if self.binary is None:
+            pytest.fail("redis-server is not installed (bash tasks/test installs it with apt-get)")
+        from live import free_port
+
+        self.port = free_port()
+        self.base = base
+        self.proc = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> RedisServer:
+        import socket
+        import subprocess
+        import time
+
+        self.proc = subprocess.Popen([self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no", "--dir", str(self.base)],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["legacy", "2026-07-28"], ids=["2025-11-25", "2026-07-28"])
+def mode(request):
+    """Both protocol eras: the initialize handshake (2025-11-25) and 2026-07-28."""
+    return request.param

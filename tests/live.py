@@ -24,11 +24,11 @@ class LiveServer:
     """Starts `jupyter lab` on a free port with its own workspace and Jupyter dirs."""
 
     def __init__(self, base: Path, *, env: dict[str, str] | None = None, args: list[str] | None = None,
-                 base_url: str = "/") -> None:
+                 base_url: str = "/", token: str | None = None) -> None:
         self.base = base
         self.root = base / "workspace"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.token = secrets.token_hex(16)
+        self.token = token or secrets.token_hex(16)
         self.port = free_port()
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self.extra_env = env or {}
@@ -56,6 +56,7 @@ class LiveServer:
             JUPYTER_RUNTIME_DIR=str(self.base / "runtime"),
             JUPYTER_PLATFORM_DIRS="1",
             PYTHONUNBUFFERED="1",
+            PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
         )
         env.update(self.extra_env)
         return env
