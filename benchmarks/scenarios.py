@@ -51,3 +51,68 @@ async def exec_trivial(server) -> Result:
 ALL: dict[str, Scenario] = {
     "exec_trivial": exec_trivial,
 }
+
+
+async def tasks(server) -> Result:
+    """tools/call as a task (CreateTaskResult) vs the plain call, for a trivial tool."""
+    from jupyter_mcp.client import Tasks
+
+    async with connect(server.mcp_url, server.token) as mcp:
+        t = Tasks(mcp)
+        args = {"path": "nothing-open.ipynb"}
+
+        async def subject():
+            task = await t.submit("notebook_list_users", args)
+            assert task["status"] in ("working", "completed")
+
+        async def floor():
+            r = await mcp.call_tool("notebook_list_users", args)
+            assert not r.is_error
+
+        return await compare("tasks_submit", subject, floor, n=100, target=1.2)
+
+
+async def tasks_get_10k(server) -> Result:
+    """tasks/get with 10,000 stored tasks vs the same with one stored task (a fresh store)."""
+    import asyncio
+    import contextlib
+    import tempfile
+    from pathlib import Path
+
+    from live import LiveServer
+
+    from jupyter_mcp.client import Tasks
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = LiveServer(Path(tmp)).start()
+        try:
+            async with connect(fresh.mcp_url, fresh.token) as one_client, \
+                    connect(server.mcp_url, server.token) as many_client:
+                one, many = Tasks(one_client), Tasks(many_client)
+                lonely = (await one.submit("notebook_list", {}))["taskId"]
+                async with contextlib.AsyncExitStack() as stack:
+                    sessions = [Tasks(await stack.enter_async_context(connect(server.mcp_url, server.token)))
+                                for _ in range(8)]
+
+                    async def fill(session, n):
+                        return [(await session.submit("notebook_list", {}))["taskId"] for _ in range(n)]
+
+                    filled = await asyncio.gather(*(fill(s, 1250) for s in sessions))
+                target_id = filled[3][600]
+                assert len((await many.list())["tasks"]) == 50
+
+                async def subject():
+                    assert (await many.get(target_id))["taskId"] == target_id
+
+                async def floor():
+                    assert (await one.get(lonely))["taskId"] == lonely
+
+                result = await compare("tasks_get_10k", subject, floor, n=150, target=1.5)
+                result.note = f"({sum(len(f) for f in filled)} tasks stored vs 1)"
+                return result
+        finally:
+            fresh.stop()
+
+
+ALL["tasks"] = tasks
+ALL["tasks_get_10k"] = tasks_get_10k
