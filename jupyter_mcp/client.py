@@ -118,3 +118,33 @@ class Tasks:
 
 
 __all__ = ["LEGACY", "MODERN", "Tasks", "connect"]
+
+
+async def _cli(argv: list[str]) -> int:
+    import json
+    import os
+
+    if len(argv) < 3 or argv[0] not in ("call", "task"):
+        print("usage: python -m jupyter_mcp.client call|task URL TOOL [JSON-ARGUMENTS]  (token: $JUPYTER_TOKEN)")
+        return 2
+    action, url, tool = argv[:3]
+    arguments = json.loads(argv[3]) if len(argv) > 3 else {}
+    async with connect(url, os.environ.get("JUPYTER_TOKEN")) as client:
+        if action == "call":
+            result = await client.call_tool(tool, arguments)
+            print(json.dumps(result.model_dump(by_alias=True, mode="json", exclude_none=True), indent=1))
+            return 1 if result.is_error else 0
+        tasks = Tasks(client)
+        task = await tasks.submit(tool, arguments)
+        final = await tasks.wait(task["taskId"], timeout=3600)
+        out: dict[str, Any] = {"task": final}
+        if final["status"] == "completed":
+            out["result"] = await tasks.result(task["taskId"])
+        print(json.dumps(out, indent=1))
+        return 0 if final["status"] == "completed" else 1
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(asyncio.run(_cli(sys.argv[1:])))

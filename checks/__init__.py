@@ -1,0 +1,1 @@
+"""Declarative checks (charly's check-step format) and the runner that executes them."""

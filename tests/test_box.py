@@ -1,0 +1,169 @@
+"""The box: the candy's run steps applied to a fresh parent environment (the local box),
+every declarative check run against it, and the discovery a sibling service does."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from live import free_port
+
+from jupyter_mcp.client import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class LocalBox:
+    def __init__(self, base: Path) -> None:
+        self.base = base
+        self.port = free_port()
+        self.token = "box-" + os.urandom(8).hex()
+
+    @property
+    def home(self) -> Path:
+        return self.base / "home"
+
+    @property
+    def python(self) -> Path:
+        return self.home / ".pixi" / "envs" / "default" / "bin" / "python"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def build(self) -> None:
+        env = {**os.environ, "JUPYTER_TOKEN": self.token}
+        subprocess.run(["bash", str(ROOT / "tasks" / "box-local.sh"), str(self.base), str(self.port)],
+                       check=True, env=env, timeout=1200)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/api/status", headers={"Authorization": f"token {self.token}"},
+                             timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        raise RuntimeError((self.base / "jupyter.log").read_text())
+
+    def checks(self, *files: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(self.python), "-m", "checks", "check", *map(str, files), "--url", self.url,
+                               "--token", self.token, "--home", str(self.home), "--json", str(self.base / "report.json")],
+                              capture_output=True, text=True, timeout=600, cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+
+    def stop(self) -> None:
+        pid_file = self.base / "pid"
+        if pid_file.exists():
+            try:
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+
+@pytest.fixture(scope="module")
+def local_box(tmp_path_factory):
+    box = LocalBox(tmp_path_factory.mktemp("box"))
+    box.build()
+    yield box
+    box.stop()
+
+
+def test_the_local_box_passes_every_check(local_box):
+    done = local_box.checks()
+    print(done.stdout)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((local_box.base / "report.json").read_text())
+    assert report and all(o["status"] == "ok" for o in report)
+    sources = {o["source"] for o in report}
+    assert {"candy/jupyter-mcp/charly.yml", "charly.yml", "checks/roundtrip.yml"} <= sources
+    assert re.search(r"^ok \d+ - \[candy/jupyter-mcp/charly.yml\] the MCP server lists all 11", done.stdout, re.M)
+
+
+def test_the_box_was_made_by_the_candys_own_steps(local_box):
+    """The parent environment got fastmcp and jupyter-mcp, and the drop-in, from the run steps."""
+    env = local_box.home / ".pixi" / "envs" / "default"
+    dropin = env / "etc" / "jupyter" / "jupyter_server_config.d" / "jupyter_mcp.json"
+    assert json.loads(dropin.read_text())["ServerApp"]["jpserver_extensions"]["jupyter_mcp"] is True
+    out = subprocess.run([str(local_box.python), "-m", "pip", "show", "jupyter-mcp"], capture_output=True, text=True)
+    assert "Location:" in out.stdout and str(env) in out.stdout  # a real install, not this checkout
+    again = subprocess.run(["bash", str(ROOT / "tasks" / "enable-extension.sh"), str(local_box.python)])
+    assert again.returncode == 0  # idempotent
+
+
+def test_a_failing_check_fails_the_run(local_box, tmp_path):
+    bad = tmp_path / "bad.yml"
+    bad.write_text(yaml.safe_dump([{"check": "a tool that does not exist answers", "context": ["runtime"],
+                                    "mcp": {"mcp": "http://127.0.0.1:${HOST_PORT:8888}/mcp", "method": "call",
+                                            "tool": "no_such_tool", "input": {}}}]))
+    done = local_box.checks(bad)
+    assert done.returncode == 1 and "not ok 1" in done.stdout
+
+
+def test_checks_run_by_hand_against_a_box_url(local_box):
+    """The documented command, with only a URL and a token: shell steps are skipped, said so."""
+    done = subprocess.run(["bash", str(ROOT / "tasks" / "check"), local_box.url, "--token", local_box.token],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "# SKIP needs the box's shell" in done.stdout
+    assert re.search(r"^ok \d+ - .*notebook_list answers", done.stdout, re.M)
+
+
+def charly_mcp_servers(box) -> str:
+    """CHARLY_MCP_SERVERS as charly renders it for a sibling of the jupyter box."""
+    provided = yaml.safe_load((ROOT / "charly.yml").read_text())["jupyter"]["candy"]["mcp_provide"]
+    servers = []
+    for entry in provided:
+        url = entry["url"].replace("{{.ContainerName}}", "127.0.0.1").replace(":8888", f":{box.port}")
+        servers.append({"name": entry["name"], "url": url, "transport": entry.get("transport"), "source": "jupyter"})
+    return json.dumps(servers)
+
+
+async def test_hermes_reads_charly_mcp_servers_and_connects(local_box):
+    """hermes reads name and url and names the tools mcp_<server>_<tool>."""
+    servers = json.loads(charly_mcp_servers(local_box))
+    config = {s["name"]: {"url": s["url"]} for s in servers}
+    assert list(config) == ["jupyter"]
+    async with connect(config["jupyter"]["url"], local_box.token) as client:
+        names = [f"mcp_jupyter_{t.name}" for t in (await client.list_tools()).tools]
+        assert "mcp_jupyter_cell_get" in names and "mcp_jupyter_notebook_list" in names
+        listed = await client.call_tool("notebook_list", {})
+        assert listed.is_error is False
+
+
+async def test_openwebui_reads_charly_mcp_servers_and_connects(local_box):
+    """openwebui adds a tool-server connection and, for `jupyter`, points code execution at
+    the URL without /mcp."""
+    servers = json.loads(charly_mcp_servers(local_box))
+    connections = [{"type": "mcp", "url": s["url"], "info": {"name": s["name"]}} for s in servers]
+    jupyter = next(c for c in connections if c["info"]["name"] == "jupyter")
+    code_execution_url = jupyter["url"].removesuffix("/mcp")
+    status = httpx.get(code_execution_url + "/api/status", headers={"Authorization": f"token {local_box.token}"})
+    assert status.status_code == 200
+    async with connect(jupyter["url"], local_box.token) as client:
+        assert (await client.list_tools()).tools
+
+
+async def test_claude_code_mcp_json_connects(local_box):
+    """.mcp.json registers `jupyter` (type http, the URL, the token header from the environment)."""
+    spec = json.loads((ROOT / ".mcp.json").read_text())["mcpServers"]["jupyter"]
+    assert spec["type"] == "http"
+    env = {"JUPYTER_TOKEN": local_box.token, "JUPYTER_MCP_URL": f"{local_box.url}/mcp"}
+
+    def expand(text: str) -> str:  # Claude Code's ${VAR} and ${VAR:-default}
+        return re.sub(r"\$\{(\w+)(?::-([^}]*))?\}", lambda m: env.get(m.group(1), m.group(2) or ""), text)
+
+    url, headers = expand(spec["url"]), {k: expand(v) for k, v in spec["headers"].items()}
+    assert headers == {"Authorization": f"token {local_box.token}"}
+    scheme, token = headers["Authorization"].split(" ", 1)
+    assert scheme == "token"
+    async with connect(url, token) as client:
+        assert "cell_execute" in [t.name for t in (await client.list_tools()).tools]
