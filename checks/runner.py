@@ -77,6 +77,14 @@ class Box:
             text = re.sub(r"(?<![\w/])/ctx(?=/|\b)", self.ctx, text)
         return text
 
+    def inside(self, command: str) -> str:
+        """A command as it runs in the box. The local box publishes no ports (its service
+        listens on the published one), so in-box addresses of a box port move with it."""
+        if self.container is None:
+            for port, published in self.ports.items():
+                command = command.replace(f"127.0.0.1:{port}", f"127.0.0.1:{published}")
+        return command
+
     def shell(self, command: str, timeout: float) -> subprocess.CompletedProcess[str]:
         if self.container is None:
             env = {**os.environ, "HOME": self.home, "USER": self.user, **self.env}
@@ -138,7 +146,7 @@ async def run_verb(step: dict[str, Any], box: Box, timeout: float) -> str:
     verb = verb_of(step)
     spec = step[verb]
     if verb == "command":
-        command = box.substitute(str(spec))
+        command = box.inside(box.substitute(str(spec)))
         done = await asyncio.to_thread(box.shell, command, timeout)
         expected = int(step.get("exit_status", 0))
         if done.returncode != expected:

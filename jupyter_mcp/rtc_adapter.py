@@ -26,6 +26,7 @@ from .paths import canonical_path, to_os_path
 log = logging.getLogger(__name__)
 
 NOTEBOOK_ROOM_PREFIX = "json:notebook:"
+OPEN_TIMEOUT_SEC = 60.0  # a room that is not up by then is broken (its store failed, say)
 
 
 def ydoc_extension(serverapp: Any) -> Any:
@@ -108,23 +109,33 @@ class Rooms:
         all_rooms = self.ydoc.ywebsocket_server.rooms
         existing = all_rooms.get(room_id)
         try:
-            await self.ydoc.get_document(room_id=room_id, copy=False, create=True)
+            await asyncio.wait_for(self.ydoc.get_document(room_id=room_id, copy=False, create=True), OPEN_TIMEOUT_SEC)
         except Exception as exc:
-            # jupyter-server-ydoc leaves a room that failed to load (a corrupt file) in
-            # its table, empty: the next call would get that empty document and its
-            # first save would overwrite the file. Take it out.
-            failed = all_rooms.get(room_id)
-            if failed is not None and failed is not existing:
-                all_rooms.pop(room_id, None)
-            reason = getattr(exc, "log_message", None) or str(exc) or type(exc).__name__
+            # jupyter-server-ydoc leaves a room that failed to load (a corrupt file, a
+            # store it cannot open) in its table, empty: the next call would get that
+            # empty document and its first save would overwrite the file. Take it out.
+            self._drop_if_broken(room_id, existing)
+            if isinstance(exc, asyncio.TimeoutError):
+                reason = f"its collaborative room did not start in {OPEN_TIMEOUT_SEC:g}s (see the server log)"
+            else:
+                reason = getattr(exc, "log_message", None) or str(exc) or type(exc).__name__
             raise NotebookError(f"could not open {canonical!r} as a notebook: {reason}") from None
         room = all_rooms.get(room_id)
         if room is None:  # deleted between the lock and here: take the next one
             return await self.open(canonical)
+        if not room.ready:
+            self._drop_if_broken(room_id, None)
+            raise NotebookError(f"could not open {canonical!r} as a notebook: its collaborative room failed "
+                                "to load (see the server log)")
         if getattr(room, "_document_load_progressively", False):
             await room._document_progressively_loaded
         self.touch(room_id, room)
         return LiveNotebook(canonical, file_id, room_id, room)
+
+    def _drop_if_broken(self, room_id: str, keep: Any) -> None:
+        room = self.ydoc.ywebsocket_server.rooms.get(room_id)
+        if room is not None and room is not keep and not room.ready and not room.clients:
+            self.ydoc.ywebsocket_server.rooms.pop(room_id, None)
 
     def find(self, path: object) -> LiveNotebook | None:
         """The notebook's room if one is open; never creates a room or a file id."""

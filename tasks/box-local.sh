@@ -18,6 +18,7 @@ $runner apply "$root/candy/jupyter-mcp/charly.yml" --home "$home" --ctx "$box/ct
 token=${JUPYTER_TOKEN:-$("$env_dir/bin/python" -c 'import secrets; print(secrets.token_hex(24))')}
 echo "$token" > "$box/token"
 mkdir -p "$box/workspace"
+cd "$home"  # jupyter-collaboration keeps its update store (.jupyter_ystore.db) in the working directory
 HOME="$home" JUPYTER_TOKEN="$token" $runner serve "$root/charly.yml" --home "$home" \
     --volume "/workspace=$box/workspace" --url "http://127.0.0.1:$port" > "$box/jupyter.log" 2>&1 &
 echo $! > "$box/pid"

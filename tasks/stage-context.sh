@@ -3,6 +3,7 @@
 # the charly files, and the jupyter-mcp wheel in dist/. With --wheelhouse, also every
 # wheel the install needs (parent stand-in and runtime), so a build can run offline.
 # Usage: stage-context.sh OUT [--wheelhouse]
+#   WHEELHOUSE_PYTHON=3.11.2 picks wheels for the image's Python rather than this one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tasks/lib.sh"
@@ -17,7 +18,9 @@ mkdir -p "$out/checks" && cp "$root/checks/"*.py "$root/checks/"*.yml "$out/chec
     || die "building the jupyter-mcp wheel failed"
 if [ "${2:-}" = --wheelhouse ]; then
     mkdir -p "$out/wheelhouse"
-    "$python" -m pip download --disable-pip-version-check -q -d "$out/wheelhouse" \
+    target=()
+    if [ -n "${WHEELHOUSE_PYTHON:-}" ]; then target=(--only-binary=:all: --python-version "$WHEELHOUSE_PYTHON"); fi
+    "$python" -m pip download --disable-pip-version-check -q -d "$out/wheelhouse" "${target[@]}" \
         -r "$root/tasks/runtime-requirements.txt" "jupyterlab>=4.4,<5" "jupyter-collaboration>=5,<6" pyyaml \
         || die "downloading the wheelhouse failed"
     cp "$out/dist/"*.whl "$out/wheelhouse/"
