@@ -141,6 +141,16 @@ class JupyterMCPApp(ExtensionApp):
     def _default_room_sweep_interval(self) -> float:
         return float(os.environ.get("MCP_ROOM_SWEEP_INTERVAL_SEC", "60"))
 
+    agent_idle_timeout = Float(
+        config=True,
+        help="Seconds after its last call that an agent stops showing as a collaborator in a "
+        "notebook. Default: $MCP_AGENT_IDLE_SEC, else 60.",
+    )
+
+    @default("agent_idle_timeout")
+    def _default_agent_idle_timeout(self) -> float:
+        return float(os.environ.get("MCP_AGENT_IDLE_SEC", "60"))
+
     task_store_class = Unicode(
         config=True,
         help="Where MCP tasks are kept, as module:Class (e.g. jupyter_mcp.tasks.redis_store:RedisTaskStore). "
@@ -164,7 +174,7 @@ class JupyterMCPApp(ExtensionApp):
         self.ready = asyncio.Event()
         self.start_error: str | None = None
         self.rooms = Rooms(self.serverapp, self.root_dir, idle_timeout=self.room_idle_timeout,
-                           sweep_interval=self.room_sweep_interval)
+                           sweep_interval=self.room_sweep_interval, agent_idle=self.agent_idle_timeout)
         self.kernels = Kernels(self.serverapp)
         try:
             self.task_store = load_store(self.task_store_class, **self.task_store_options)

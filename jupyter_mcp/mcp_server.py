@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastmcp import Context, FastMCP
+from fastmcp.server.dependencies import get_http_request
+from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 from pydantic import Field
@@ -17,6 +19,7 @@ from pydantic import Field
 from . import __version__, cells, execution, files, outputs
 from .tasks import TasksExtension
 from .errors import NotebookError
+from .presence import current_agent
 from .paths import canonical_path
 
 if TYPE_CHECKING:
@@ -280,8 +283,31 @@ def build_server(ext: JupyterMCPApp) -> FastMCP:
         """
         return {"rooms": await rooms.describe()}
 
+    mcp.add_middleware(_AgentIdentity())
     TasksExtension(ext.tasks, principal_of).install(mcp)
     return mcp
+
+
+class _AgentIdentity(Middleware):
+    """Names the agent behind each tool call (its user and MCP client), for its presence
+    in the rooms it works on."""
+
+    async def on_call_tool(self, context: Any, call_next: Any) -> Any:
+        ctx = context.fastmcp_context
+        client = "mcp client"
+        owner = "local"
+        try:
+            params = ctx.session.client_params
+            if params is not None and params.client_info is not None:
+                client = params.client_info.name or client
+            owner = principal_of(get_http_request())
+        except Exception:  # no HTTP request (in-memory tests): a generic agent
+            pass
+        token = current_agent.set((f"{owner}:{client}", client))
+        try:
+            return await call_next(context)
+        finally:
+            current_agent.reset(token)
 
 
 def principal_of(request: Any) -> str:

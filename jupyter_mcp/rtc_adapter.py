@@ -22,6 +22,7 @@ from typing import Any
 
 from .errors import NotebookError
 from .paths import canonical_path, to_os_path
+from .presence import AgentPresence
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,8 @@ class LiveNotebook:
 class Rooms:
     """Resolve point, activity tracking, idle sweeper and shutdown flush for notebook rooms."""
 
-    def __init__(self, serverapp: Any, root_dir: str, *, idle_timeout: float, sweep_interval: float) -> None:
+    def __init__(self, serverapp: Any, root_dir: str, *, idle_timeout: float, sweep_interval: float,
+                 agent_idle: float = 60.0) -> None:
         self.serverapp = serverapp
         self.root_dir = root_dir
         self.idle_timeout = idle_timeout
@@ -77,6 +79,7 @@ class Rooms:
         self._touched: set[str] = set()
         self._busy: Counter[str] = Counter()
         self._sweeper: asyncio.Task[None] | None = None
+        self.presence = AgentPresence(agent_idle, busy=lambda room_id: bool(self._busy.get(room_id)))
 
     # -- the resolve point ---------------------------------------------------
 
@@ -152,6 +155,8 @@ class Rooms:
         cleanup (armed when the last UI client left) no longer applies to it."""
         self._last_active[room_id] = time.monotonic()
         self._touched.add(room_id)
+        if room is not None:
+            self.presence.seen(room_id, room)
         cleaner = getattr(room, "cleaner", None)
         if cleaner is not None and not cleaner.done():
             cleaner.cancel()
@@ -294,6 +299,7 @@ class Rooms:
             await loaders.remove(file_id)
         self._last_active.pop(room_id, None)
         self._touched.discard(room_id)
+        self.presence.forget_room(room_id)
         log.info("jupyter_mcp: saved and closed idle room %s", room_id)
 
     async def _sweep_forever(self) -> None:
@@ -340,8 +346,10 @@ class Rooms:
         await ensure_websocket_server(self.serverapp)
         self.prune_file_ids()
         self._sweeper = asyncio.create_task(self._sweep_forever(), name="jupyter-mcp-room-sweeper")
+        self.presence.start()
 
     async def stop(self) -> None:
+        await self.presence.stop()
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)

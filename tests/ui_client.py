@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from jupyter_ydoc import YNotebook
-from pycrdt import Awareness, Doc, Provider, create_awareness_message
+from pycrdt import Awareness, Doc, Provider, create_awareness_message, read_message
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
 
@@ -82,6 +82,7 @@ class UIClient:
                   + f"api/collaboration/room/{self.room_id}?sessionId={self.session['sessionId']}")
         self.ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {self.token}"}))
         self.channel = TornadoChannel(self.ws, self.room_id)
+        self.channel.on_message = self._on_message
         self.provider = Provider(self.doc, self.channel)
         self._provider_cm = self.provider
         await self._provider_cm.__aenter__()
@@ -97,6 +98,19 @@ class UIClient:
             await self._provider_cm.__aexit__(None, None, None)
         finally:
             self.ws.close()
+
+    def _on_message(self, data: bytes) -> None:
+        """Awareness from the room (other people, agents) updates this client's view of it."""
+        if data and data[0] == 1:
+            try:
+                self.awareness.apply_awareness_update(read_message(data[1:]), "remote")
+            except Exception:
+                pass
+
+    def others(self) -> list[dict[str, Any]]:
+        """The users this client sees in the room besides itself (what the toolbar shows)."""
+        return [state["user"] for cid, state in self.awareness.states.items()
+                if cid != self.doc.client_id and state and state.get("user")]
 
     def cell_ids(self) -> list[str]:
         return [str(c["id"]) for c in self.nb.ycells]

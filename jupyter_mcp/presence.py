@@ -1,0 +1,131 @@
+"""Agents as collaborators: while an MCP client works on a notebook, the notebook's room
+awareness holds a user for it, so JupyterLab shows the agent next to the people (the
+notebook toolbar's user icons) and ``notebook_list_users`` lists it, marked as an agent.
+
+Each agent in each room gets an awareness client of its own (a fresh client id), with a
+name that says it is an agent and a colour of its own. Its state is re-sent while the
+agent is active (awareness states time out after 30 s on every peer) and withdrawn once
+it has been idle for ``idle_after`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from pycrdt import Awareness, Doc, create_awareness_message
+
+log = logging.getLogger(__name__)
+
+#: The agent making the current tool call: (key, client name), set per MCP request.
+current_agent: ContextVar[tuple[str, str] | None] = ContextVar("jupyter_mcp_current_agent", default=None)
+
+COLOURS = ("#7e57c2", "#00897b", "#f4511e", "#3949ab", "#c0ca33", "#8d6e63", "#d81b60", "#039be5")
+REFRESH_SEC = 10.0
+
+
+def agent_user(client_name: str) -> dict[str, Any]:
+    """The awareness ``user`` of an agent: a name that says what it is, a colour of its own."""
+    digest = hashlib.sha256(client_name.encode()).digest()
+    name = f"jupyter agent ({client_name})"
+    return {
+        "username": f"agent-{hashlib.sha256(client_name.encode()).hexdigest()[:12]}",
+        "name": name,
+        "display_name": name,
+        "initials": "AI",
+        "color": COLOURS[digest[0] % len(COLOURS)],
+        "avatar_url": None,
+        "is_agent": True,
+    }
+
+
+@dataclass
+class _Presence:
+    room: Any
+    awareness: Awareness
+    last_active: float = field(default_factory=time.monotonic)
+
+
+class AgentPresence:
+    def __init__(self, idle_after: float = 60.0, busy: Any = None) -> None:
+        self.idle_after = idle_after
+        self.busy = busy or (lambda room_id: False)  # a running execution keeps its agent present
+        self._entries: dict[tuple[str, str], _Presence] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def seen(self, room_id: str, room: Any) -> None:
+        """The current agent used this room: announce it (or keep it announced)."""
+        agent = current_agent.get()
+        if agent is None:
+            return
+        key, client_name = agent
+        entry = self._entries.get((room_id, key))
+        if entry is not None and entry.room is room:
+            entry.last_active = time.monotonic()
+            return
+        awareness = Awareness(Doc())
+        awareness.set_local_state({"user": agent_user(client_name), "agent": True})
+        entry = _Presence(room, awareness)
+        self._entries[(room_id, key)] = entry
+        self._announce(entry)
+
+    def _announce(self, entry: _Presence, withdraw: bool = False) -> None:
+        """Send the agent's awareness state (or its withdrawal) to the room and its clients."""
+        awareness = entry.awareness
+        if withdraw:
+            awareness.set_local_state(None)
+        else:
+            awareness.set_local_state(awareness.get_local_state())  # a fresh clock: not outdated
+        update = awareness.encode_awareness_update([awareness.client_id])
+        try:
+            entry.room.awareness.apply_awareness_update(update, "jupyter_mcp")
+        except Exception:
+            log.debug("could not apply agent awareness to the room", exc_info=True)
+        message = create_awareness_message(update)
+        for client in list(getattr(entry.room, "clients", ())):
+            asyncio.ensure_future(self._send(client, message))
+
+    @staticmethod
+    async def _send(client: Any, message: bytes) -> None:
+        try:
+            await client.send(message)
+        except Exception:  # a client that went away: the room drops it
+            pass
+
+    def refresh(self) -> None:
+        """Re-announce active agents; withdraw the idle ones."""
+        now = time.monotonic()
+        for key, entry in list(self._entries.items()):
+            if now - entry.last_active > self.idle_after and not self.busy(key[0]):
+                self._announce(entry, withdraw=True)
+                del self._entries[key]
+            else:
+                self._announce(entry)
+
+    def forget_room(self, room_id: str) -> None:
+        for key in [k for k in self._entries if k[0] == room_id]:
+            del self._entries[key]
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(min(REFRESH_SEC, self.idle_after / 2))
+            try:
+                self.refresh()
+            except Exception:
+                log.exception("jupyter_mcp: refreshing agent presence failed")
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="jupyter-mcp-agent-presence")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        for entry in list(self._entries.values()):
+            self._announce(entry, withdraw=True)
+        self._entries.clear()

@@ -1,0 +1,62 @@
+"""The agent is a collaborator: while it works on a notebook the room's awareness holds a
+user for it (a name that says it is an agent, a colour of its own), refreshed while it is
+active and dropped after it goes idle; notebook_list_users marks it."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from helpers import call, write_notebook
+from mcp_types import Implementation
+from ui_client import UIClient
+
+from jupyter_mcp.client import connect
+
+
+def agent_named(client_name):
+    return f"jupyter agent ({client_name})"
+
+
+async def test_agent_appears_to_the_person_and_in_list_users(live, mode):
+    name = f"presence-{uuid.uuid4().hex[:6]}.ipynb"
+    ids = write_notebook(live.root / name, ["x = 1"])
+    async with UIClient(live.url, live.token, name, name="Grace Hopper") as ui, \
+            connect(live.mcp_url, live.token, mode=mode, client_info=Implementation(name="claude-test", version="1")) as mcp:
+        await call(mcp, "cell_update", path=name, cell_id=ids[0], source="x = 2")
+        await ui.wait_for(lambda: any(u["name"] == agent_named("claude-test") for u in ui.others()))
+        agent = next(u for u in ui.others() if u["name"] == agent_named("claude-test"))
+        assert agent["is_agent"] is True and agent["color"].startswith("#") and agent["initials"]
+        users = (await call(mcp, "notebook_list_users", path=name))["users"]
+        marks = {u["display_name"]: u["is_agent"] for u in users}
+        assert marks == {"Grace Hopper": False, agent_named("claude-test"): True}
+
+
+async def test_two_agents_have_their_own_entries_and_colours(live):
+    name = f"presence-{uuid.uuid4().hex[:6]}.ipynb"
+    write_notebook(live.root / name, ["x = 1"])
+    async with UIClient(live.url, live.token, name) as ui, \
+            connect(live.mcp_url, live.token, client_info=Implementation(name="alpha-agent", version="1")) as a, \
+            connect(live.mcp_url, live.token, client_info=Implementation(name="omega-agent", version="1")) as b:
+        await call(a, "notebook_get", path=name)
+        await call(b, "notebook_get", path=name)
+        await ui.wait_for(lambda: {agent_named("alpha-agent"), agent_named("omega-agent")}
+                          <= {u["name"] for u in ui.others()})
+        colours = {u["name"]: u["color"] for u in ui.others() if u.get("is_agent")}
+        assert len(colours) == 2 and len(set(colours.values())) == 2
+
+
+async def test_agent_is_dropped_after_it_goes_idle_and_kept_while_running(live_factory):
+    server = live_factory(env={"MCP_AGENT_IDLE_SEC": "2"})
+    name = f"presence-{uuid.uuid4().hex[:6]}.ipynb"
+    ids = write_notebook(server.root / name, ["import time\ntime.sleep(6)\nprint('done')"])
+    async with UIClient(server.url, server.token, name) as ui, \
+            connect(server.mcp_url, server.token, client_info=Implementation(name="busy-agent", version="1")) as mcp:
+        running = asyncio.create_task(call(mcp, "cell_execute", path=name, cell_id=ids[0]))
+        await ui.wait_for(lambda: any(u.get("is_agent") for u in ui.others()))
+        await asyncio.sleep(4)  # idle time has passed, but its cell is still running
+        assert any(u.get("is_agent") for u in ui.others())
+        assert (await running)["status"] == "ok"
+        await ui.wait_for(lambda: not any(u.get("is_agent") for u in ui.others()), timeout=20)
+        users = (await call(mcp, "notebook_list_users", path=name))["users"]
+        assert [u["is_agent"] for u in users] == [False]
