@@ -1,6 +1,7 @@
 """Agents as collaborators: while an MCP client works on a notebook, the notebook's room
-awareness holds a user for it, so JupyterLab shows the agent next to the people (the
-notebook toolbar's user icons) and ``notebook_list_users`` lists it, marked as an agent.
+awareness holds a user for it (``notebook_list_users`` lists it, marked as an agent), and
+JupyterLab's global awareness holds it too, with the notebooks it works on, so the
+Collaborators panel shows the agent next to the people.
 
 Each agent in each room gets an awareness client of its own (a fresh client id), with a
 name that says it is an agent and a colour of its own. Its state is re-sent while the
@@ -25,6 +26,7 @@ log = logging.getLogger(__name__)
 #: The agent making the current tool call: (key, client name), set per MCP request.
 current_agent: ContextVar[tuple[str, str] | None] = ContextVar("jupyter_mcp_current_agent", default=None)
 
+GLOBAL_ROOM = "JupyterLab:globalAwareness"  # what JupyterLab's Collaborators panel shows
 COLOURS = ("#7e57c2", "#00897b", "#f4511e", "#3949ab", "#c0ca33", "#8d6e63", "#d81b60", "#039be5")
 REFRESH_SEC = 10.0
 
@@ -49,6 +51,7 @@ class _Presence:
     room: Any
     awareness: Awareness
     last_active: float = field(default_factory=time.monotonic)
+    documents: list[str] = field(default_factory=list)  # global entries: the notebooks it works on
 
 
 class AgentPresence:
@@ -57,22 +60,41 @@ class AgentPresence:
         self.busy = busy or (lambda room_id: False)  # a running execution keeps its agent present
         self._entries: dict[tuple[str, str], _Presence] = {}
         self._task: asyncio.Task[None] | None = None
+        self.global_room: Any = None  # looked up by the caller: the rooms it knows
 
-    def seen(self, room_id: str, room: Any) -> None:
+    def seen(self, room_id: str, room: Any, path: str | None = None, global_room: Any = None) -> None:
         """The current agent used this room: announce it (or keep it announced)."""
         agent = current_agent.get()
         if agent is None:
             return
         key, client_name = agent
+        now = time.monotonic()
         entry = self._entries.get((room_id, key))
         if entry is not None and entry.room is room:
-            entry.last_active = time.monotonic()
-            return
+            entry.last_active = now
+        else:
+            entry = self._entries[(room_id, key)] = self._new(room, client_name)
+            self._announce(entry)
+        if global_room is not None and path:
+            self._seen_globally(key, client_name, path, global_room, now)
+
+    def _new(self, room: Any, client_name: str) -> _Presence:
         awareness = Awareness(Doc())
         awareness.set_local_state({"user": agent_user(client_name), "agent": True})
-        entry = _Presence(room, awareness)
-        self._entries[(room_id, key)] = entry
-        self._announce(entry)
+        return _Presence(room, awareness)
+
+    def _seen_globally(self, key: str, client_name: str, path: str, room: Any, now: float) -> None:
+        entry = self._entries.get((GLOBAL_ROOM, key))
+        if entry is None or entry.room is not room:
+            entry = self._entries[(GLOBAL_ROOM, key)] = self._new(room, client_name)
+        entry.last_active = now
+        changed = path not in entry.documents
+        if changed:
+            entry.documents.append(path)
+        state = entry.awareness.get_local_state() or {}
+        if changed or state.get("current") != f"notebook:{path}":
+            entry.awareness.set_local_state({**state, "current": f"notebook:{path}", "documents": list(entry.documents)})
+            self._announce(entry)
 
     def _announce(self, entry: _Presence, withdraw: bool = False) -> None:
         """Send the agent's awareness state (or its withdrawal) to the room and its clients."""
@@ -101,7 +123,8 @@ class AgentPresence:
         """Re-announce active agents; withdraw the idle ones."""
         now = time.monotonic()
         for key, entry in list(self._entries.items()):
-            if now - entry.last_active > self.idle_after and not self.busy(key[0]):
+            busy = self.busy_somewhere(key[1]) if key[0] == GLOBAL_ROOM else self.busy(key[0])
+            if now - entry.last_active > self.idle_after and not busy:
                 self._announce(entry, withdraw=True)
                 del self._entries[key]
             else:
@@ -110,6 +133,9 @@ class AgentPresence:
     def forget_room(self, room_id: str) -> None:
         for key in [k for k in self._entries if k[0] == room_id]:
             del self._entries[key]
+
+    def busy_somewhere(self, agent_key: str) -> bool:
+        return any(self.busy(room_id) for room_id, key in self._entries if key == agent_key and room_id != GLOBAL_ROOM)
 
     async def _loop(self) -> None:
         while True:

@@ -22,7 +22,7 @@ from typing import Any
 
 from .errors import NotebookError
 from .paths import canonical_path, to_os_path
-from .presence import AgentPresence
+from .presence import GLOBAL_ROOM, AgentPresence
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +156,8 @@ class Rooms:
         self._last_active[room_id] = time.monotonic()
         self._touched.add(room_id)
         if room is not None:
-            self.presence.seen(room_id, room)
+            path = getattr(getattr(room, "_document", None), "path", None)
+            self.presence.seen(room_id, room, path, self.ydoc.ywebsocket_server.rooms.get(GLOBAL_ROOM))
         cleaner = getattr(room, "cleaner", None)
         if cleaner is not None and not cleaner.done():
             cleaner.cancel()

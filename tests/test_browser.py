@@ -1,0 +1,188 @@
+"""Proof in a real browser: JupyterLab in headless Chromium (Playwright) while an agent works
+through the real MCP client. Screenshots go to test-artifacts/ (kept out of git)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+import uuid
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from helpers import call, write_notebook
+from mcp_types import Implementation
+
+from jupyter_mcp.client import connect
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+AGENT = "browser-test-agent"
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                reason="Chromium is not installed (tasks/test installs Debian's chromium)")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """A real jupyter lab with news and update prompts switched off."""
+    from live import LiveServer
+
+    base = tmp_path_factory.mktemp("lab")
+    settings = base / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
+                                                                          "checkForUpdates": False}))
+    server = LiveServer(base, env={"JUPYTERLAB_SETTINGS_DIR": str(base / "lab-settings"),
+                                   "JUPYTERLAB_WORKSPACES_DIR": str(base / "lab-workspaces")})
+    server.start()
+    yield server
+    server.stop()
+
+
+@asynccontextmanager
+async def browser(tmp_path):
+    """A fresh headless Chromium (Debian's, never a downloaded one) with an empty profile."""
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as p:
+        context = await p.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"), executable_path=CHROMIUM, headless=True, args=FLAGS,
+            viewport={"width": 1400, "height": 900})
+        page = context.pages[0] if context.pages else await context.new_page()
+        yield page
+        await context.close()
+
+
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+
+async def open_notebook(page, lab, name):
+    """Open one notebook in a workspace of its own (nothing restored from earlier tests)."""
+    await page.goto(f"{lab.url}lab/workspaces/{uuid.uuid4().hex[:8]}/tree/{name}?reset&token={lab.token}")
+    await page.wait_for_selector(f"{PANEL} .jp-Cell .cm-content", state="attached", timeout=60_000)
+    await page.wait_for_function("() => !document.querySelector('.jp-Dialog')", timeout=30_000)
+    await asyncio.sleep(0.5)  # let the collaborative document settle
+
+
+def cell_texts_js():
+    return f"() => [...document.querySelectorAll('{PANEL} .jp-Cell .cm-content')].map(e => e.innerText)"
+
+
+async def shot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def notebook(lab, *sources):
+    name = f"ui-{uuid.uuid4().hex[:6]}.ipynb"
+    return name, write_notebook(lab.root / name, list(sources))
+
+
+async def test_agent_update_and_insert_appear_in_the_open_notebook(lab, tmp_path):
+    async with browser(tmp_path) as page:
+        name, ids = notebook(lab, "a = 1", "b = 2")
+        await open_notebook(page, lab, name)
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            await call(mcp, "cell_update", path=name, cell_id=ids[1], source="b = 'written by the agent'")
+            await page.wait_for_function(f"() => ({cell_texts_js()})().some(t => t.includes('written by the agent'))",
+                                         timeout=30_000)
+            await call(mcp, "cell_insert", path=name, source="# a markdown note from the agent", cell_type="markdown")
+            await page.wait_for_function(f"() => document.querySelectorAll('{PANEL} .jp-Cell').length === 3",
+                                         timeout=30_000)
+            await page.wait_for_function("() => document.body.innerText.includes('a markdown note from the agent')",
+                                         timeout=30_000)
+        await shot(page, "1-update-and-insert")
+
+
+async def test_agent_execution_streams_lines_into_the_browser(lab, tmp_path):
+    async with browser(tmp_path) as page:
+        code = "import time\nfor i in range(5):\n    print(f'line {i}', flush=True)\n    time.sleep(0.5)"
+        name, ids = notebook(lab, code)
+        await open_notebook(page, lab, name)
+        await page.locator(".jp-SideBar [data-id='jp-collaboration-panel']").click()  # for the screenshot
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            run = asyncio.create_task(call(mcp, "cell_execute", path=name, cell_id=ids[0]))
+            seen: list[int] = []
+            while not run.done():
+                text = await page.evaluate(f"() => [...document.querySelectorAll('{PANEL} .jp-OutputArea-output')]"
+                                           ".map(e => e.innerText).join('')")
+                count = text.count("line ")
+                if count and (not seen or seen[-1] != count):
+                    seen.append(count)
+                if count == 3:
+                    await shot(page, "2-lines-arriving")
+                await asyncio.sleep(0.05)
+            result = await run
+        assert result["status"] == "ok"
+        assert [n for n in seen if n < 5] == [1, 2, 3, 4], f"lines seen while running: {seen}"
+        prompt = f"[{result['execution_count']}]:"
+        await page.wait_for_function(
+            f"() => [...document.querySelectorAll('{PANEL} .jp-InputPrompt')].some(e => e.innerText.includes('{prompt}'))",
+            timeout=30_000)
+        await shot(page, "2-execution-done")
+
+
+async def test_person_typing_is_seen_and_not_disturbed_by_the_agent(lab, tmp_path):
+    async with browser(tmp_path) as page:
+        name, ids = notebook(lab, "", "other = 1")
+        await open_notebook(page, lab, name)
+        editor = page.locator(f"{PANEL} .jp-Cell .cm-content").first
+        await editor.click()
+        await page.keyboard.type("typed_by_a_person = 42", delay=20)
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            deadline = time.monotonic() + 30
+            while (await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"] != "typed_by_a_person = 42":
+                assert time.monotonic() < deadline, "the agent never saw what the person typed"
+                await asyncio.sleep(0.1)
+            await call(mcp, "cell_update", path=name, cell_id=ids[1], source="other = 'agent edited another cell'")
+            await page.wait_for_function(f"() => ({cell_texts_js()})()[1].includes('agent edited another cell')",
+                                         timeout=30_000)
+            await page.keyboard.type(" + 1", delay=20)  # the person's cursor is where they left it
+            await page.wait_for_function(f"() => ({cell_texts_js()})()[0] === 'typed_by_a_person = 42 + 1'",
+                                         timeout=30_000)
+            deadline = time.monotonic() + 30
+            while (await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"] != "typed_by_a_person = 42 + 1":
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+        await shot(page, "3-person-and-agent")
+
+
+async def test_agent_appears_among_the_collaborators(lab, tmp_path):
+    """JupyterLab's Collaborators panel lists the agent, with the notebook it works on."""
+    async with browser(tmp_path) as page:
+        name, ids = notebook(lab, "x = 1")
+        await open_notebook(page, lab, name)
+        await page.locator(".jp-SideBar [data-id='jp-collaboration-panel']").click()
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            await call(mcp, "cell_update", path=name, cell_id=ids[0], source="x = 'the agent is here'")
+            agent = page.locator(".jp-CollaboratorsList .jp-Collaborator", has_text=f"jupyter agent ({AGENT})")
+            await agent.wait_for(timeout=30_000)
+            assert (await agent.locator(".jp-CollaboratorIcon").inner_text()).strip() == "AI"
+            await agent.locator(".jp-CollaboratorHeader").click()
+            await page.locator(".jp-CollaboratorFiles", has_text=name).wait_for(timeout=10_000)
+            await shot(page, "4-agent-collaborator")
+
+
+async def test_a_notebook_the_agent_created_appears_and_opens(lab, tmp_path):
+    async with browser(tmp_path) as page:
+        await page.goto(f"{lab.url}lab/workspaces/{uuid.uuid4().hex[:8]}?reset&token={lab.token}")
+        await page.wait_for_selector(".jp-DirListing-content", timeout=60_000)
+        name = f"made-by-agent-{uuid.uuid4().hex[:6]}.ipynb"
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            await call(mcp, "notebook_create", path=name,
+                       cells=[{"cell_type": "markdown", "source": "# Made by the agent"}])
+        item = page.locator(f".jp-DirListing-item[title*='{name}'], .jp-DirListing-item:has-text('{name}')").first
+        deadline = time.monotonic() + 60
+        while not await item.count():
+            assert time.monotonic() < deadline, "the new notebook never appeared in the file browser"
+            await page.locator(".jp-FileBrowser [data-command='filebrowser:refresh']").first.click()
+            await asyncio.sleep(1)
+        await item.dblclick()
+        await page.wait_for_function("() => document.body.innerText.includes('Made by the agent')", timeout=60_000)
+        await shot(page, "5-created-notebook-opened")
