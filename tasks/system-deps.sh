@@ -1,11 +1,14 @@
 # Sourced by tasks/test: the Debian packages the test suite runs for real: redis-server
-# (the Redis task store), podman with runc and debootstrap (the container box).
+# (the Redis task store), podman with runc and debootstrap (the container box), chromium
+# (the browser tests; never a downloaded browser) and Node.js (the MCP Inspector CLI).
 # Installed only when missing; needs root (CI runs as root) or passwordless sudo.
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v podman >/dev/null 2>&1 || need+=(podman uidmap slirp4netns)
 command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
     sudo_cmd=()
     if [ "$(id -u)" != 0 ]; then sudo_cmd=(sudo -n); fi
