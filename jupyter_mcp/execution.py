@@ -9,6 +9,8 @@ people see.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from fastmcp.tools.base import ToolResult
@@ -17,6 +19,8 @@ from mcp_types import TextContent
 from . import cells, outputs
 from .errors import NotebookError
 from .kernels import Execution, OutputEvent
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from fastmcp import Context
@@ -140,19 +144,34 @@ async def execute_cell(rooms: Rooms, kernels: Kernels, path: str, cell_id: str |
         if client is not None:
             await client.send(event)
 
-    execution: Execution | None = None
-    with rooms.running(nb.room_id):
-        cells.begin_run(ynb, i)
-        try:
-            execution = await kernels.run(kernel_id, source, timeout=timeout, on_event=on_event)
-        finally:
+    async def run() -> Execution:
+        execution: Execution | None = None
+        with rooms.running(nb.room_id):
+            cells.begin_run(ynb, i)
             try:
-                at = await target.locate(outputs_so_far)
-            except NotebookError:
-                at = None
-            if at is not None:
-                cells.end_run(target.nb.doc, at, execution.execution_count if execution else None)
+                execution = await kernels.run(kernel_id, source, timeout=timeout, on_event=on_event)
+            finally:
+                try:
+                    at = await target.locate(outputs_so_far)
+                except NotebookError:
+                    at = None
+                if at is not None:
+                    cells.end_run(target.nb.doc, at, execution.execution_count if execution else None)
+        return execution
+
+    # Shielded: a client that disconnects mid-call does not stop the cell; it runs to its
+    # end and its outputs land in the document. (A task's cancel interrupts the kernel
+    # first, so the run ends at once and the cell still ends up complete.)
+    inner = asyncio.ensure_future(run())
+    inner.add_done_callback(_retrieve)
+    execution = await asyncio.shield(inner)
     return answer(execution, {"path": nb.path, "cell_id": target.cell_id}, max_chars)
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """A run nobody waits for any more (its caller left) still has its error looked at."""
+    if not task.cancelled() and task.exception() is not None:
+        log.info("a cell run whose caller had left ended with: %s", task.exception())
 
 
 async def execute_code(rooms: Rooms, kernels: Kernels, path: str, code: str, timeout: float, stream: bool,

@@ -1,0 +1,166 @@
+"""Faults, each a test: a kernel killed from outside mid-run, a client that disconnects
+mid-call, a room deleted under a running execution, Redis restarting under the task
+store. (SIGTERM with pending edits: test_notebooks.test_shutdown_flushes_every_touched_room.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+import uuid
+
+import httpx
+import nbformat
+import pytest
+from helpers import call, refused, write_notebook
+from mcp.shared.exceptions import MCPError
+from ui_client import UIClient
+
+from jupyter_mcp.client import Tasks, connect
+
+TICKS = "import time\nfor i in range({n}):\n    print(f'tick {{i}}', flush=True)\n    time.sleep({every})"
+
+
+def stdout_of(ycell) -> str:
+    return "".join(str(o.get("text", "")) for o in ycell["outputs"].to_py() if o.get("output_type") == "stream")
+
+
+def kernel_pid(kernel_id: str) -> int:
+    """The kernel process, found as an operator would: by its connection file on the command line."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace")
+        except OSError:
+            continue
+        if f"kernel-{kernel_id}.json" in cmdline and "ipykernel" in cmdline:
+            return int(pid)
+    raise LookupError(kernel_id)
+
+
+async def test_kernel_killed_from_outside_mid_run(live):
+    name = f"fault-{uuid.uuid4().hex[:6]}.ipynb"
+    ids = write_notebook(live.root / name, [TICKS.format(n=100, every=0.2), "print('fresh kernel')"])
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        run = asyncio.create_task(mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[0], "timeout": 120}))
+        await ui.wait_for(lambda: "tick 3" in stdout_of(ui.nb.ycells[0]))
+        sessions = httpx.get(live.url + "api/sessions", headers=live.headers).json()
+        kernel_id = next(s["kernel"]["id"] for s in sessions if s["path"] == name)
+        os.kill(kernel_pid(kernel_id), signal.SIGKILL)
+        result = await asyncio.wait_for(run, 60)
+        assert result.is_error and "kernel died" in result.content[0].text
+        kept = stdout_of(ui.nb.ycells[0])
+        assert kept.startswith("tick 0\ntick 1\ntick 2\ntick 3\n")  # partial outputs kept in the document
+        assert ui.nb.ycells[0].get("execution_state") == "idle"
+        again = await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)
+        assert again["status"] == "ok" and again["outputs"][0]["text"] == "fresh kernel\n"
+
+
+async def test_client_disconnecting_mid_call_does_not_lose_the_run(live):
+    """The execution finishes and its outputs still land in the document."""
+    name = f"fault-{uuid.uuid4().hex[:6]}.ipynb"
+    ids = write_notebook(live.root / name, [TICKS.format(n=8, every=0.25)])
+    headers = {**live.headers, "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    async with UIClient(live.url, live.token, name) as ui:
+        async with httpx.AsyncClient(timeout=30) as http:
+            init = await http.post(live.mcp_url, headers=headers, json={
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "leaver", "version": "1"}}})
+            session = {**headers, "mcp-session-id": init.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            await http.post(live.mcp_url, headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+            async with http.stream("POST", live.mcp_url, headers=session, json={
+                    "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "cell_execute", "arguments": {"path": name, "cell_id": ids[0]}}}):
+                await ui.wait_for(lambda: "tick 1" in stdout_of(ui.nb.ycells[0]))
+            # the connection is gone (the stream and the client are closed)
+        await ui.wait_for(lambda: ui.nb.ycells[0].get("execution_state") == "idle", timeout=30)
+        assert stdout_of(ui.nb.ycells[0]) == "".join(f"tick {i}\n" for i in range(8))
+        assert isinstance(ui.nb.ycells[0].get("execution_count"), (int, float))
+    for _ in range(50):
+        cells = json.loads((live.root / name).read_text())["cells"]
+        if cells[0]["outputs"]:
+            break
+        await asyncio.sleep(0.1)
+    assert "".join(cells[0]["outputs"][0]["text"]).count("tick") == 8
+
+
+async def test_room_deleted_under_a_running_execution(mcp_url, jp_token, mcp_ext, jp_root_dir):
+    """Outputs still land, in the re-created room (in-process server: the test reaches
+    into jupyter-server-ydoc to delete the room, as its own cleanup would)."""
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(TICKS.format(n=10, every=0.3))])
+    nbformat.write(nb, jp_root_dir / "deleted.ipynb")
+    try:
+        async with connect(mcp_url, jp_token) as mcp:
+            first = await call(mcp, "notebook_get", path="deleted.ipynb")
+            room_id = first["room_id"]
+            run = asyncio.create_task(call(mcp, "cell_execute", path="deleted.ipynb", index=0, timeout=120))
+            server = mcp_ext.rooms.ydoc.ywebsocket_server
+            for _ in range(100):
+                room = server.rooms.get(room_id)
+                outputs = room._document.ycells[0]["outputs"].to_py() if room else []
+                if outputs and "tick 2" in str(outputs):
+                    break
+                await asyncio.sleep(0.05)
+            old_room = server.rooms[room_id]
+            await server.delete_room(name=room_id)
+            result = await asyncio.wait_for(run, 60)
+            assert result["status"] == "ok"
+            new_room = server.rooms[room_id]
+            assert new_room is not old_room
+            text = stdout_of(new_room._document.ycells[0])
+            assert text == "".join(f"tick {i}\n" for i in range(10))  # earlier lines too: rebuilt, then appended
+            assert new_room._document.ycells[0]["execution_count"] == result["execution_count"]
+    finally:
+        for kernel_id in list(mcp_ext.serverapp.kernel_manager.list_kernel_ids()):
+            await mcp_ext.serverapp.kernel_manager.shutdown_kernel(kernel_id, now=True)
+
+
+async def test_redis_restart_under_the_task_store(live_factory, tmp_path):
+    """Clear errors while Redis is down, recovery after."""
+    from conftest import RedisServer
+
+    redis = RedisServer(tmp_path).start()
+    try:
+        server = live_factory(env={"JUPYTER_MCP_TASK_STORE_CLASS": "jupyter_mcp.tasks.redis_store:RedisTaskStore",
+                                   "JUPYTER_MCP_REDIS_URL": redis.url})
+        async with connect(server.mcp_url, server.token) as client:
+            tasks = Tasks(client)
+            before = await tasks.submit("notebook_list", {})
+            await tasks.wait(before["taskId"], timeout=30)
+            redis.stop()
+            with pytest.raises(MCPError) as down:
+                await tasks.get(before["taskId"])
+            assert "task store is unavailable" in down.value.error.message
+            with pytest.raises(MCPError) as down:
+                await tasks.submit("notebook_list", {})
+            assert "task store is unavailable" in down.value.error.message
+            plain = await client.call_tool("notebook_list", {})  # everything that is not a task still works
+            assert plain.is_error is False
+            redis.start()
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    after = await tasks.submit("notebook_list", {})
+                    break
+                except MCPError:
+                    assert time.monotonic() < deadline, "the task store did not recover"
+                    await asyncio.sleep(0.5)
+            assert (await tasks.wait(after["taskId"], timeout=30))["status"] == "completed"
+            assert (await tasks.result(after["taskId"]))["isError"] is False
+        assert " 500 " not in server.log()
+    finally:
+        redis.stop()
+
+
+async def test_refused_path_on_a_dead_room_does_not_hang(live):
+    """A notebook deleted from disk while nobody has it open: a clear error, at once."""
+    name = f"fault-{uuid.uuid4().hex[:6]}.ipynb"
+    write_notebook(live.root / name, ["x = 1"])
+    (live.root / name).unlink()
+    async with connect(live.mcp_url, live.token) as mcp:
+        started = time.monotonic()
+        assert "no notebook at" in await refused(mcp, "notebook_get", path=name)
+        assert time.monotonic() - started < 10
