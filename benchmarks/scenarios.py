@@ -48,9 +48,6 @@ async def exec_trivial(server) -> Result:
             kc.stop_channels()
 
 
-ALL: dict[str, Scenario] = {
-    "exec_trivial": exec_trivial,
-}
 
 
 async def tasks(server) -> Result:
@@ -114,5 +111,209 @@ async def tasks_get_10k(server) -> Result:
             fresh.stop()
 
 
-ALL["tasks"] = tasks
-ALL["tasks_get_10k"] = tasks_get_10k
+
+
+def status_floor(server, http):
+    async def floor():
+        r = await http.get(server.url + "api/status")
+        assert r.status_code == 200
+    return floor
+
+
+async def ping(server) -> Result:
+    """MCP ping vs an authenticated GET /api/status (the same HTTP client library)."""
+    import warnings
+
+    import httpx2
+
+    warnings.simplefilter("ignore")
+    async with connect(server.mcp_url, server.token) as mcp, \
+            httpx2.AsyncClient(headers=server.headers) as http:
+        async def subject():
+            await mcp.send_ping()
+
+        return await compare("ping", subject, status_floor(server, http), n=200, target=1.5)
+
+
+async def update_cell(server) -> Result:
+    """cell_update of one cell in a 20-cell notebook vs an authenticated HTTP round trip."""
+    import httpx2
+
+    ids = write(server, "bench_update.ipynb", [f"x{i} = {i}" for i in range(20)])
+    counter = iter(range(10**9))
+    async with connect(server.mcp_url, server.token) as mcp, \
+            httpx2.AsyncClient(headers=server.headers) as http:
+        async def subject():
+            r = await mcp.call_tool("cell_update", {"path": "bench_update.ipynb", "cell_id": ids[10],
+                                                    "source": f"x10 = {next(counter)}"})
+            assert not r.is_error
+
+        return await compare("update_cell", subject, status_floor(server, http), n=150, target=2.0)
+
+
+async def read_big(server) -> Result:
+    """notebook_get of a 1,000-cell notebook vs GET /api/contents of the same file with content."""
+    import httpx2
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(f"value_{i} = {i} * 2\nprint(value_{i})",
+                                  outputs=[nbformat.v4.new_output("stream", name="stdout", text=f"{i * 2}\n")],
+                                  execution_count=i + 1)
+        for i in range(1000)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, server.root / "bench_big.ipynb")
+    async with connect(server.mcp_url, server.token) as mcp, \
+            httpx2.AsyncClient(headers=server.headers, timeout=60) as http:
+        async def subject():
+            r = await mcp.call_tool("notebook_get", {"path": "bench_big.ipynb"})
+            assert r.structured_content["cell_count"] == 1000
+
+        async def floor():
+            r = await http.get(server.url + "api/contents/bench_big.ipynb?content=1&type=notebook")
+            assert len(r.json()["content"]["cells"]) == 1000
+
+        return await compare("read_big", subject, floor, n=30, warmup=3, target=1.0)
+
+
+async def propagation(server) -> Result:
+    """From an MCP cell_update to the change seen by a UI client, vs the same change made by
+    a second UI client."""
+    import asyncio
+
+    from ui_client import UIClient
+
+    ids = write(server, "bench_prop.ipynb", ["a = 0", "b = 0"])
+    counter = iter(range(10**9))
+    async with connect(server.mcp_url, server.token) as mcp, \
+            UIClient(server.url, server.token, "bench_prop.ipynb", name="Watcher") as watcher, \
+            UIClient(server.url, server.token, "bench_prop.ipynb", name="Editor") as editor:
+        seen = asyncio.Event()
+        expected = {"text": None}
+
+        def observe(_events):
+            if str(watcher.nb.ycells[0]["source"]) == expected["text"]:
+                seen.set()
+
+        watcher.nb.ycells.observe_deep(observe)
+
+        async def until_seen(text):
+            await asyncio.wait_for(seen.wait(), 10)
+            seen.clear()
+
+        async def subject():
+            expected["text"] = f"a = {next(counter)}"
+            await mcp.call_tool("cell_update", {"path": "bench_prop.ipynb", "cell_id": ids[0],
+                                                "source": expected["text"]})
+            await until_seen(expected["text"])
+
+        async def floor():
+            expected["text"] = f"a = {next(counter)}"
+            editor.nb.set_cell(0, source=expected["text"])
+            await until_seen(expected["text"])
+
+        return await compare("propagation", subject, floor, n=100, target=2.0)
+
+
+async def concurrent_insert(server) -> Result:
+    """8 sessions x 25 inserts into one notebook, with and without a UI client: inserts/s vs
+    one session inserting the same 200 cells one after another; and correctness."""
+    import asyncio
+    import contextlib
+    import time
+
+    from ui_client import UIClient
+
+    async def run(name, sessions, per_session):
+        async def worker(client, k):
+            ids = []
+            for j in range(per_session):
+                r = await client.call_tool("cell_insert", {"path": name, "source": f"s{k}-{j}"})
+                assert not r.is_error, r.content
+                ids.append(r.structured_content["id"])
+            return ids
+
+        started = time.perf_counter()
+        made = await asyncio.gather(*(worker(c, k) for k, c in enumerate(sessions)))
+        elapsed = time.perf_counter() - started
+        return [i for batch in made for i in batch], elapsed
+
+    results = {}
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = [await stack.enter_async_context(connect(server.mcp_url, server.token)) for _ in range(8)]
+        for label, with_ui in (("no UI", False), ("UI connected", True)):
+            for shape in ("sequential", "concurrent"):
+                name = f"bench_insert_{shape}_{with_ui}.ipynb"
+                write(server, name, ["seed"])
+                async with contextlib.AsyncExitStack() as ui_stack:
+                    if with_ui:
+                        await ui_stack.enter_async_context(UIClient(server.url, server.token, name))
+                    if shape == "sequential":
+                        made, elapsed = await run(name, sessions[:1], 200)
+                    else:
+                        made, elapsed = await run(name, sessions, 25)
+                final = await sessions[0].call_tool("notebook_get", {"path": name, "include_outputs": False})
+                cells = final.structured_content["cells"]
+                all_ids = [c["id"] for c in cells]
+                assert len(cells) == 201 and len(set(all_ids)) == 201 and set(made) <= set(all_ids)
+                results[(label, shape)] = 200 / elapsed
+    ratio_no_ui = results[("no UI", "concurrent")] / results[("no UI", "sequential")]
+    ratio_ui = results[("UI connected", "concurrent")] / results[("UI connected", "sequential")]
+    result = Result("concurrent_insert", None)
+    verdict = "meets" if min(ratio_no_ui, ratio_ui) >= 1.5 else "MISSES"
+    result.note = (f"8 sessions: {results[('no UI', 'concurrent')]:.0f} inserts/s ({ratio_no_ui:.2f}x one session's "
+                   f"{results[('no UI', 'sequential')]:.0f}/s); with a UI client {results[('UI connected', 'concurrent')]:.0f}/s "
+                   f"({ratio_ui:.2f}x {results[('UI connected', 'sequential')]:.0f}/s); 200 new cells, 0 duplicate ids; "
+                   f"target >= 1.5x: {verdict}")
+    result.extra = {"rates": {f"{k[0]}/{k[1]}": round(v, 1) for k, v in results.items()},
+                    "speedup": min(ratio_no_ui, ratio_ui)}
+    return result
+
+
+async def memory(server) -> Result:
+    """Server RSS after touching 200 notebooks, and after the sweeper closed their rooms."""
+    import asyncio
+    import tempfile
+    from pathlib import Path
+
+    from live import LiveServer
+
+    def rss_mb(pid):
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = LiveServer(Path(tmp), env={"MCP_ROOM_IDLE_TIMEOUT_SEC": "3", "MCP_ROOM_SWEEP_INTERVAL_SEC": "1"})
+        fresh.start()
+        try:
+            for i in range(200):
+                write(fresh, f"mem_{i}.ipynb", [f"x = {i}", "y = 'some text ' * 20", "z = list(range(10))"])
+            async with connect(fresh.mcp_url, fresh.token) as mcp:
+                await mcp.call_tool("notebook_get", {"path": "mem_0.ipynb"})  # warm: imports, first room
+                await asyncio.sleep(5)
+                start = rss_mb(fresh.proc.pid)
+                for i in range(200):
+                    await mcp.call_tool("cell_update", {"path": f"mem_{i}.ipynb", "index": 0, "source": f"x = {i} + 1"})
+                peak = rss_mb(fresh.proc.pid)
+                rooms = len((await mcp.call_tool("room_list", {})).structured_content["rooms"])
+                for _ in range(60):
+                    await asyncio.sleep(1)
+                    left = len((await mcp.call_tool("room_list", {})).structured_content["rooms"])
+                    if left == 0:
+                        break
+                await asyncio.sleep(2)
+                after = rss_mb(fresh.proc.pid)
+        finally:
+            fresh.stop()
+    growth = (after - start) / start
+    result = Result("memory", None)
+    verdict = "meets" if growth <= 0.20 else "MISSES"
+    result.note = (f"RSS {start:.0f} MB at start, {peak:.0f} MB with {rooms} rooms open, {after:.0f} MB after the "
+                   f"sweep ({left} rooms left): {growth:+.0%} vs start; target within 20%: {verdict}")
+    result.extra = {"start_mb": start, "peak_mb": peak, "after_mb": after, "growth": growth}
+    return result
+
+
+ALL: dict[str, Scenario] = {name: globals()[name] for name in ("ping", "update_cell", "read_big", "exec_trivial", "propagation",
+                                          "concurrent_insert", "tasks", "tasks_get_10k", "memory")}

@@ -172,16 +172,19 @@ async def test_agent_appears_among_the_collaborators(lab, tmp_path):
 async def test_a_notebook_the_agent_created_appears_and_opens(lab, tmp_path):
     async with browser(tmp_path) as page:
         await page.goto(f"{lab.url}lab/workspaces/{uuid.uuid4().hex[:8]}?reset&token={lab.token}")
-        await page.wait_for_selector(".jp-DirListing-content", timeout=60_000)
+        await page.wait_for_selector(".jp-SideBar [data-id='filebrowser']", timeout=60_000)
+        if not await page.locator("#filebrowser").is_visible():
+            await page.locator(".jp-SideBar [data-id='filebrowser']").click()
+        await page.wait_for_selector("#filebrowser .jp-DirListing-content", timeout=60_000)
         name = f"made-by-agent-{uuid.uuid4().hex[:6]}.ipynb"
         async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
             await call(mcp, "notebook_create", path=name,
                        cells=[{"cell_type": "markdown", "source": "# Made by the agent"}])
-        item = page.locator(f".jp-DirListing-item[title*='{name}'], .jp-DirListing-item:has-text('{name}')").first
+        item = page.locator(f"#filebrowser .jp-DirListing-item:has-text('{name}')").first
         deadline = time.monotonic() + 60
         while not await item.count():
             assert time.monotonic() < deadline, "the new notebook never appeared in the file browser"
-            await page.locator(".jp-FileBrowser [data-command='filebrowser:refresh']").first.click()
+            await page.locator("#filebrowser [data-command='filebrowser:refresh']").first.click()
             await asyncio.sleep(1)
         await item.dblclick()
         await page.wait_for_function("() => document.body.innerText.includes('Made by the agent')", timeout=60_000)
