@@ -183,33 +183,33 @@ async def propagation(server) -> Result:
     from ui_client import UIClient
 
     ids = write(server, "bench_prop.ipynb", ["a = 0", "b = 0"])
-    counter = iter(range(10**9))
+    counter = iter(range(1, 10**9))  # every step changes the text
     async with connect(server.mcp_url, server.token) as mcp, \
             UIClient(server.url, server.token, "bench_prop.ipynb", name="Watcher") as watcher, \
             UIClient(server.url, server.token, "bench_prop.ipynb", name="Editor") as editor:
         seen = asyncio.Event()
-        expected = {"text": None}
+        expected: dict = {"cell": 0, "text": None}
 
         def observe(_events):
-            if str(watcher.nb.ycells[0]["source"]) == expected["text"]:
+            if str(watcher.nb.ycells[expected["cell"]]["source"]) == expected["text"]:
                 seen.set()
 
         watcher.nb.ycells.observe_deep(observe)
 
-        async def until_seen(text):
+        async def until_seen():
             await asyncio.wait_for(seen.wait(), 10)
             seen.clear()
 
-        async def subject():
-            expected["text"] = f"a = {next(counter)}"
+        async def subject():  # the agent edits cell 0
+            expected.update(cell=0, text=f"a = {next(counter)}")
             await mcp.call_tool("cell_update", {"path": "bench_prop.ipynb", "cell_id": ids[0],
                                                 "source": expected["text"]})
-            await until_seen(expected["text"])
+            await until_seen()
 
-        async def floor():
-            expected["text"] = f"a = {next(counter)}"
-            editor.nb.set_cell(0, source=expected["text"])
-            await until_seen(expected["text"])
+        async def floor():  # another person edits cell 1 (its own cell: no merge with the agent's)
+            expected.update(cell=1, text=f"b = {next(counter)}")
+            editor.nb.set_cell(1, source=expected["text"])
+            await until_seen()
 
         return await compare("propagation", subject, floor, n=100, target=2.0)
 
