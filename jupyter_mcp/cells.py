@@ -9,6 +9,7 @@ every other client's cursor survive.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from pycrdt import Array, Map, Text
@@ -46,23 +47,50 @@ def locate(ynb: Any, cell_id: str | None = None, index: int | None = None) -> in
     return index
 
 
-def cell_view(ycell: Map, index: int) -> dict[str, Any]:
-    """A cell as plain data, outputs as stored (callers summarise them for agents)."""
-    cell_type = str(ycell.get("cell_type", "code"))
+def cell_view(ycell: Map | dict[str, Any], index: int) -> dict[str, Any]:
+    """A cell as plain data, outputs as stored (callers summarise them for agents).
+
+    Takes the cell's Map or its ``to_py()`` dict: converting the whole cell list at once
+    (``ycells.to_py()``) is far cheaper than reading Maps field by field."""
+    cell = ycell.to_py() if isinstance(ycell, Map) else ycell
+    cell_type = str(cell.get("cell_type", "code"))
+    source = cell.get("source", "")
     view: dict[str, Any] = {
-        "id": _cell_id(ycell),
+        "id": str(cell["id"]) if cell.get("id") is not None else None,
         "index": index,
         "cell_type": cell_type,
-        "source": str(ycell.get("source", "")),
+        "source": "".join(source) if isinstance(source, list) else str(source),
     }
     if cell_type == "code":
-        count = ycell.get("execution_count")
+        count = cell.get("execution_count")
         view["execution_count"] = int(count) if count is not None else None
-        outputs = ycell.get("outputs")
-        view["outputs"] = outputs.to_py() if isinstance(outputs, Array) else list(outputs or [])
-    metadata = ycell.get("metadata")
-    view["metadata"] = metadata.to_py() if isinstance(metadata, Map) else dict(metadata or {})
+        view["outputs"] = list(cell.get("outputs") or [])
+    view["metadata"] = dict(cell.get("metadata") or {})
     return view
+
+
+_snapshots: weakref.WeakKeyDictionary[Any, tuple[bytes, list[dict[str, Any]]]] = weakref.WeakKeyDictionary()
+
+
+def snapshot(ynb: Any) -> list[dict[str, Any]]:
+    """Every cell as plain data, converted once per state of the document.
+
+    Converting a Y document to Python costs ~70 µs a cell; the document's state vector
+    changes with every update, so an unchanged notebook is read again for free. Callers
+    must not modify what they get (it is shared); ``cell_view`` copies what it returns."""
+    state = ynb.ydoc.get_state()
+    cached = _snapshots.get(ynb.ydoc)
+    if cached is not None and cached[0] == state:
+        return cached[1]
+    cells = ynb.ycells.to_py()
+    _snapshots[ynb.ydoc] = (state, cells)
+    return cells
+
+
+def brief(ycell: Map, index: int) -> dict[str, Any]:
+    """Id, index, type and source: what an edit answers (no outputs to convert)."""
+    return {"id": _cell_id(ycell), "index": index, "cell_type": str(ycell.get("cell_type", "code")),
+            "source": str(ycell.get("source", ""))}
 
 
 def set_source(ynb: Any, index: int, source: str) -> None:
@@ -121,7 +149,7 @@ def insert(ynb: Any, position: int, cell_type: str, source: str) -> str:
 
 def delete(ynb: Any, index: int) -> dict[str, Any]:
     """Delete the one cell at ``index``; returns what it was."""
-    gone = cell_view(ynb.ycells[index], index)
+    gone = brief(ynb.ycells[index], index)
     del ynb.ycells[index]
     return gone
 

@@ -107,7 +107,7 @@ def build_server(ext: JupyterMCPApp) -> FastMCP:
         """
         nb = await rooms.open(path)
         ynb = nb.doc
-        views = [cells.cell_view(ycell, i) for i, ycell in enumerate(ynb.ycells)]
+        views = [cells.cell_view(cell, i) for i, cell in enumerate(cells.snapshot(ynb))]
         for view in views:
             if include_outputs:
                 agent_cell(view, max_output_chars)
@@ -185,9 +185,8 @@ def build_server(ext: JupyterMCPApp) -> FastMCP:
             cells.set_source(ynb, i, source)
             if cell_type is not None:
                 cells.set_type(ynb, i, cell_type)
-        rooms.touch(nb.room_id)
-        view = cells.cell_view(ynb.ycells[i], i)
-        return {k: view[k] for k in ("id", "index", "cell_type", "source")}
+        await rooms.edited(nb)
+        return cells.brief(ynb.ycells[i], i)
 
     @mcp.tool(annotations=EDIT)
     async def cell_insert(
@@ -213,7 +212,7 @@ def build_server(ext: JupyterMCPApp) -> FastMCP:
         else:
             position = len(ynb.ycells) if index is None else index
         new_id = cells.insert(ynb, position, cell_type, source)
-        rooms.touch(nb.room_id)
+        await rooms.edited(nb)
         return {"id": new_id, "index": position, "cell_count": len(ynb.ycells)}
 
     @mcp.tool(annotations={**EDIT, "destructiveHint": True})
@@ -226,9 +225,8 @@ def build_server(ext: JupyterMCPApp) -> FastMCP:
         nb = await rooms.open(path)
         i = cells.locate(nb.doc, cell_id, index)
         gone = cells.delete(nb.doc, i)
-        rooms.touch(nb.room_id)
-        return {"deleted": {k: gone[k] for k in ("id", "index", "cell_type", "source")},
-                "cell_count": len(nb.doc.ycells)}
+        await rooms.edited(nb)
+        return {"deleted": gone, "cell_count": len(nb.doc.ycells)}
 
     @mcp.tool(annotations={**EDIT, "openWorldHint": True})
     async def cell_execute(

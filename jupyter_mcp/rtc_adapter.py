@@ -76,6 +76,7 @@ class Rooms:
         self.idle_timeout = idle_timeout
         self.sweep_interval = sweep_interval
         self._last_active: dict[str, float] = {}
+        self._open_rooms: dict[str, tuple[str, str]] = {}  # canonical path -> (file id, room id)
         self._touched: set[str] = set()
         self._busy: Counter[str] = Counter()
         self._sweeper: asyncio.Task[None] | None = None
@@ -107,6 +108,13 @@ class Rooms:
     async def open(self, path: object) -> LiveNotebook:
         """The live notebook at ``path``, attaching to its room or creating it."""
         canonical = self._existing_notebook(path)
+        known = self._open_rooms.get(canonical)
+        if known is not None:  # the room this path resolved to last time, if it is still that file's
+            file_id, room_id = known
+            room = self.ydoc.ywebsocket_server.rooms.get(room_id)
+            if room is not None and room.ready and getattr(room._document, "path", None) == canonical:
+                self.touch(room_id, room)
+                return LiveNotebook(canonical, file_id, room_id, room)
         file_id = self.file_ids.index(canonical)
         room_id = NOTEBOOK_ROOM_PREFIX + file_id
         all_rooms = self.ydoc.ywebsocket_server.rooms
@@ -132,6 +140,7 @@ class Rooms:
                                 "to load (see the server log)")
         if getattr(room, "_document_load_progressively", False):
             await room._document_progressively_loaded
+        self._open_rooms[canonical] = (file_id, room_id)
         self.touch(room_id, room)
         return LiveNotebook(canonical, file_id, room_id, room)
 
@@ -161,6 +170,13 @@ class Rooms:
         cleaner = getattr(room, "cleaner", None)
         if cleaner is not None and not cleaner.done():
             cleaner.cancel()
+
+    async def edited(self, nb: LiveNotebook) -> None:
+        """After an edit: record the activity, and let the room broadcast the update to
+        the people watching before the answer to the agent is put together."""
+        self.touch(nb.room_id, nb.room)
+        for _ in range(3):
+            await asyncio.sleep(0)
 
     @contextmanager
     def running(self, room_id: str) -> Iterator[None]:
@@ -300,6 +316,7 @@ class Rooms:
             await loaders.remove(file_id)
         self._last_active.pop(room_id, None)
         self._touched.discard(room_id)
+        self._open_rooms = {p: v for p, v in self._open_rooms.items() if v[1] != room_id}
         self.presence.forget_room(room_id)
         log.info("jupyter_mcp: saved and closed idle room %s", room_id)
 
@@ -307,7 +324,8 @@ class Rooms:
         while True:
             await asyncio.sleep(self.sweep_interval)
             try:
-                await self.sweep()
+                if await self.sweep():
+                    release_memory()
             except Exception:
                 log.exception("jupyter_mcp: the idle-room sweep failed; it runs again next interval")
 
@@ -355,3 +373,15 @@ class Rooms:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)
         await self.flush_all()
+
+
+def release_memory() -> None:
+    """Give freed heap back to the system after rooms closed (glibc keeps it otherwise)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
