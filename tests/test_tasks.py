@@ -37,6 +37,11 @@ async def raises(coro) -> MCPError:
     return info.value
 
 
+async def warm(client, name):
+    """Start the notebook's kernel first, so a timed wait measures the cell, not a kernel start."""
+    await call(client, "code_execute", path=name, code="None", timeout=120)
+
+
 async def kernel_is_idle(client, name):
     """A follow-up execution returns at once: the kernel is not still running the old code."""
     started = time.monotonic()
@@ -249,6 +254,7 @@ async def test_cancel_interrupts_the_kernel_and_keeps_the_lines(live, mode, tool
     args = {"path": name, "stream": bool(_)}
     args.update({"cell_id": ids[0]} if base == "cell_execute" else {"code": TICKER.format(every=0.2)})
     async with tasks_on(live, mode) as (client, tasks):
+        await warm(client, name)
         task = await tasks.submit(base, args)
         await asyncio.sleep(2.0)
         cancelled = await tasks.cancel(task["taskId"])
@@ -270,7 +276,8 @@ async def test_the_tools_own_result_wins_the_race(live, mode):
     landing, the complete answer is not replaced by the half that was visible a moment earlier.\""""
     code = "import time\nprint('started', flush=True)\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('cleaned up')"
     name, ids = notebook(live, code)
-    async with tasks_on(live, mode) as (_, tasks):
+    async with tasks_on(live, mode) as (client, tasks):
+        await warm(client, name)
         task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
         await asyncio.sleep(1.5)
         await tasks.cancel(task["taskId"])
@@ -286,7 +293,8 @@ async def test_partial_output_becomes_the_result_when_the_work_will_not_stop(liv
     code = ("import time\ni = 0\nwhile True:\n    try:\n        print(f'line {i}', flush=True); i += 1\n"
             "        time.sleep(0.2)\n    except KeyboardInterrupt:\n        pass")
     name, ids = notebook(live, code)
-    async with tasks_on(live, mode) as (_, tasks):
+    async with tasks_on(live, mode) as (client, tasks):
+        await warm(client, name)
         task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
         await asyncio.sleep(1.5)
         assert (await tasks.cancel(task["taskId"]))["status"] == "cancelled"
@@ -302,7 +310,8 @@ async def test_cancelled_task_that_produced_nothing_keeps_no_result(live, mode):
     measured zero rather than as nothing to measure.\""""
     code = "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n        pass"
     name, ids = notebook(live, code)
-    async with tasks_on(live, mode) as (_, tasks):
+    async with tasks_on(live, mode) as (client, tasks):
+        await warm(client, name)
         task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
         await asyncio.sleep(1.0)
         await tasks.cancel(task["taskId"])

@@ -131,15 +131,10 @@ class TasksExtension(ServerExtension):
         key = meta.get(IDEMPOTENCY_KEY)
         if key is not None and (not isinstance(key, str) or not key or len(key) > 256):
             raise MCPError(code=INVALID_PARAMS, message=f"{IDEMPOTENCY_KEY} must be a string of 1-256 characters")
-        session = context.session
-
         async def work() -> dict[str, Any]:
             return tool_result_wire(await call_next())
 
-        async def notify(record: TaskRecord) -> None:
-            await session.send_notification(TaskStatusNotification(
-                params=TaskStatusNotificationParams.model_validate(record.to_wire())))
-
+        notify = _notifier(context.session)
         try:
             record = await self.manager.submit(
                 owner=self.principal(rc.request if rc is not None else None), tool=params.name,
@@ -184,14 +179,8 @@ class TasksExtension(ServerExtension):
         return answer
 
     async def _cancel(self, ctx: Any, params: CancelTaskRequestParams) -> dict[str, Any]:
-        session = ctx.session
-
-        async def notify(record: TaskRecord) -> None:
-            await session.send_notification(TaskStatusNotification(
-                params=TaskStatusNotificationParams.model_validate(record.to_wire())))
-
         try:
-            return (await self.manager.cancel(self._owner(ctx), params.task_id, notify)).to_wire()
+            return (await self.manager.cancel(self._owner(ctx), params.task_id, _notifier(ctx.session))).to_wire()
         except Exception as exc:
             raise _mcp_error(exc) from None
 
@@ -202,6 +191,15 @@ class TasksExtension(ServerExtension):
             raise _mcp_error(exc) from None
         result["_meta"] = {**(result.get("_meta") or {}), RELATED_TASK: {"taskId": params.task_id}}
         return result
+
+
+def _notifier(session: Any) -> Any:
+    """notifications/tasks/status to this session, outside any request (the standalone
+    stream on 2025-11-25): the Task, never its result."""
+    async def notify(record: TaskRecord) -> None:
+        await session.send_notification(TaskStatusNotification(
+            params=TaskStatusNotificationParams.model_validate(record.to_wire())))
+    return notify
 
 
 class _TaskSupportInToolList(Middleware):
