@@ -22,6 +22,8 @@ from .kernels import Execution, OutputEvent
 
 log = logging.getLogger(__name__)
 
+RUNNING_MARK_SEC = 0.05  # a cell still silent after this shows as running ([*]) at once
+
 if TYPE_CHECKING:
     from fastmcp import Context
 
@@ -128,9 +130,20 @@ async def execute_cell(rooms: Rooms, kernels: Kernels, path: str, cell_id: str |
     kernel_id = await kernels.for_notebook(nb.path, kernel_name)
     client = ClientStream(ctx) if stream else None
     outputs_so_far: list[dict[str, Any]] = []
+    marked = False  # the cell shows as running: outputs cleared, [*]
+
+    def mark_running() -> None:
+        # Deferred to the first output (or RUNNING_MARK_SEC): one document update instead
+        # of two, each of which jupyter-collaboration also writes to its SQLite store.
+        nonlocal marked
+        if not marked:
+            marked = True
+            at = target._find()
+            if at is not None:
+                cells.begin_run(target.nb.doc, at)
 
     async def on_event(event: OutputEvent, current: list[dict[str, Any]]) -> None:
-        nonlocal outputs_so_far
+        nonlocal outputs_so_far, marked
         outputs_so_far = current
         room_before = target.nb.room
         try:
@@ -139,7 +152,11 @@ async def execute_cell(rooms: Rooms, kernels: Kernels, path: str, cell_id: str |
             target.gone, at = True, None
         if at is not None:
             if target.nb.room is room_before:
-                cells.apply_output_event(target.nb.doc, at, event)
+                with target.nb.doc.ydoc.transaction():
+                    mark_running()
+                    cells.apply_output_event(target.nb.doc, at, event)
+            else:  # re-created room: locate rebuilt the outputs and marked it running
+                marked = True
             rooms.touch(target.nb.room_id, target.nb.room)
         if client is not None:
             await client.send(event)
@@ -147,16 +164,19 @@ async def execute_cell(rooms: Rooms, kernels: Kernels, path: str, cell_id: str |
     async def run() -> Execution:
         execution: Execution | None = None
         with rooms.running(nb.room_id):
-            cells.begin_run(ynb, i)
+            timer = asyncio.get_running_loop().call_later(RUNNING_MARK_SEC, mark_running)
             try:
                 execution = await kernels.run(kernel_id, source, timeout=timeout, on_event=on_event)
             finally:
+                timer.cancel()
                 try:
                     at = await target.locate(outputs_so_far)
                 except NotebookError:
                     at = None
                 if at is not None:
-                    cells.end_run(target.nb.doc, at, execution.execution_count if execution else None)
+                    with target.nb.doc.ydoc.transaction():
+                        mark_running()
+                        cells.end_run(target.nb.doc, at, execution.execution_count if execution else None)
         return execution
 
     # Shielded: a client that disconnects mid-call does not stop the cell; it runs to its
