@@ -60,7 +60,6 @@ class AgentPresence:
         self.busy = busy or (lambda room_id: False)  # a running execution keeps its agent present
         self._entries: dict[tuple[str, str], _Presence] = {}
         self._task: asyncio.Task[None] | None = None
-        self.global_room: Any = None  # looked up by the caller: the rooms it knows
 
     def seen(self, room_id: str, room: Any, path: str | None = None, global_room: Any = None) -> None:
         """The current agent used this room: announce it (or keep it announced)."""
