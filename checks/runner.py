@@ -247,7 +247,7 @@ async def run_step(step: dict[str, Any], box: Box, source: str) -> Outcome:
         try:
             detail = await run_verb(step, box, timeout)
             return Outcome(name, source, "ok", detail, time.monotonic() - started)
-        except (CheckFailed, OSError, TimeoutError, subprocess.TimeoutExpired, Exception) as exc:
+        except Exception as exc:  # any failure of an attempt: retried while `eventually` allows
             if time.monotonic() - started + interval > patience:
                 reason = str(exc) or type(exc).__name__
                 return Outcome(name, source, "not ok", reason, time.monotonic() - started)

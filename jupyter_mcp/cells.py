@@ -24,17 +24,25 @@ def _cell_id(ycell: Map) -> str | None:
     return str(value) if value is not None else None
 
 
+def find(ynb: Any, cell_id: str, hint: int | None = None) -> int | None:
+    """The index of the cell with this id (checking ``hint`` first), or None."""
+    ycells = ynb.ycells
+    if hint is not None and 0 <= hint < len(ycells) and _cell_id(ycells[hint]) == cell_id:
+        return hint
+    return next((i for i, ycell in enumerate(ycells) if _cell_id(ycell) == cell_id), None)
+
+
 def locate(ynb: Any, cell_id: str | None = None, index: int | None = None) -> int:
     """The index of the cell named by ``cell_id`` (preferred) or ``index``; refuses clearly."""
     count = len(ynb.ycells)
     if cell_id is not None:
         if not isinstance(cell_id, str) or not cell_id:
             raise NotebookError("cell_id must be a non-empty string")
-        for i, ycell in enumerate(ynb.ycells):
-            if _cell_id(ycell) == cell_id:
-                if index is not None and index != i:
-                    raise NotebookError(f"cell_id {cell_id!r} is at index {i}, not {index}; pass one of them")
-                return i
+        i = find(ynb, cell_id)
+        if i is not None:
+            if index is not None and index != i:
+                raise NotebookError(f"cell_id {cell_id!r} is at index {i}, not {index}; pass one of them")
+            return i
         raise NotebookError(f"no cell with id {cell_id!r} in this notebook ({count} cells); "
                             "notebook_get lists the ids")
     if index is None:
@@ -85,6 +93,11 @@ def snapshot(ynb: Any) -> list[dict[str, Any]]:
     cells = ynb.ycells.to_py()
     _snapshots[ynb.ydoc] = (state, cells)
     return cells
+
+
+def kernelspec_name(ynb: Any) -> str | None:
+    """The kernelspec the notebook's metadata names, if any."""
+    return (((ynb._ymeta.to_py() or {}).get("metadata") or {}).get("kernelspec") or {}).get("name")
 
 
 def brief(ycell: Map, index: int) -> dict[str, Any]:

@@ -54,15 +54,12 @@ class CellTarget:
         return self._find()
 
     def _find(self) -> int | None:
-        ycells = self.nb.doc.ycells
-        if self.index < len(ycells) and str(ycells[self.index].get("id")) == self.cell_id:
-            return self.index
-        for i, ycell in enumerate(ycells):
-            if str(ycell.get("id")) == self.cell_id:
-                self.index = i
-                return i
-        self.gone = True
-        return None
+        index = cells.find(self.nb.doc, self.cell_id, self.index)
+        if index is None:
+            self.gone = True
+        else:
+            self.index = index
+        return index
 
 
 class ClientStream:
@@ -126,8 +123,7 @@ async def execute_cell(rooms: Rooms, kernels: Kernels, path: str, cell_id: str |
         raise NotebookError(f"cell {i} is a {ycell.get('cell_type')} cell; only code cells run")
     source = str(ycell.get("source", ""))
     target = CellTarget(rooms, nb, str(ycell.get("id")))
-    kernel_name = ((ynb._ymeta.to_py() or {}).get("metadata", {}).get("kernelspec") or {}).get("name")
-    kernel_id = await kernels.for_notebook(nb.path, kernel_name)
+    kernel_id = await kernels.for_notebook(nb.path, cells.kernelspec_name(ynb))
     client = ClientStream(ctx) if stream else None
     outputs_so_far: list[dict[str, Any]] = []
     marked = False  # the cell shows as running: outputs cleared, [*]
@@ -199,8 +195,7 @@ async def execute_code(rooms: Rooms, kernels: Kernels, path: str, code: str, tim
     if not isinstance(code, str) or not code.strip():
         raise NotebookError("code is empty: pass the code to run")
     nb = await rooms.open(path)
-    kernel_name = ((nb.doc._ymeta.to_py() or {}).get("metadata", {}).get("kernelspec") or {}).get("name")
-    kernel_id = await kernels.for_notebook(nb.path, kernel_name)
+    kernel_id = await kernels.for_notebook(nb.path, cells.kernelspec_name(nb.doc))
     client = ClientStream(ctx) if stream else None
     execution = await kernels.run(kernel_id, code, timeout=timeout,
                                   on_event=client.send if client is not None else None)
