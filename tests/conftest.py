@@ -19,8 +19,9 @@ def jp_server_config():
 
 
 @pytest.fixture
-def mcp_url(jp_serverapp, http_server, jp_base_url, http_server_port, jp_asyncio_loop):
+def mcp_url(jp_serverapp, http_server, jp_base_url, http_server_port, jp_asyncio_loop, tmp_path, monkeypatch):
     """The /mcp URL of the in-process server, started as `jupyter server` starts it."""
+    monkeypatch.chdir(tmp_path)  # jupyter-collaboration keeps its .jupyter_ystore.db in the working directory
     jp_asyncio_loop.run_until_complete(jp_serverapp.extension_manager.start_all_extensions())
     port = http_server_port[1]
     return f"http://127.0.0.1:{port}{jp_base_url}mcp"

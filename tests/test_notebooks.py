@@ -342,3 +342,24 @@ def test_file_id_rows_pruned_at_start(live_factory, tmp_path):
     server.stop()
     with sqlite3.connect(db) as con:
         assert json.dumps(sorted(p for (p,) in con.execute("SELECT path FROM Files"))) == rows
+
+
+async def test_notebook_get_sees_deletions_right_after_a_read(live):
+    """A deletion does not advance a Y document's state vector: a read cached by that
+    vector would still show a deleted cell, or text a person just erased."""
+    name, ids = fresh(live, ("keep = 1", "doomed = 2", "value = 12345"))
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        await call(mcp, "notebook_get", path=name)
+        await call(mcp, "cell_delete", path=name, cell_id=ids[1])
+        got = await call(mcp, "notebook_get", path=name)
+        assert [c["id"] for c in got["cells"]] == [ids[0], ids[2]]
+        await call(mcp, "cell_update", path=name, cell_id=ids[2], source="value = 1")  # a pure deletion
+        got = await call(mcp, "notebook_get", path=name)
+        assert got["cells"][1]["source"] == "value = 1"
+        ui.nb.set_cell(0, source="keep")  # a person erases text
+        for _ in range(100):
+            got = await call(mcp, "notebook_get", path=name)
+            if got["cells"][0]["source"] == "keep":
+                break
+            await asyncio.sleep(0.05)
+        assert got["cells"][0]["source"] == "keep"
