@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the jupyter box image with podman, offline: a Debian base made here (debootstrap +
 # podman import: no registry needed), a wheelhouse built on this machine, then the
-# Containerfile with --network=none. Podman settings for these machines (runc, explicit
+# Containerfile with --network=none and --no-cache (every build runs the candy steps, never
+# a cached layer of an earlier build). Podman settings for these machines (runc, explicit
 # ulimits) come from a containers.conf pointed to by CONTAINERS_CONF.
 # Usage: box-image.sh IMAGE [WORKDIR]
 set -euo pipefail
@@ -29,6 +30,6 @@ fi
 pyversion=$(podman run --rm "$base" python3 -c 'import platform; print(platform.python_version())') \
     || die "the base image $base has no python3"
 WHEELHOUSE_PYTHON=$pyversion bash "$root/tasks/stage-context.sh" "$work/ctx" --wheelhouse >/dev/null
-podman build --network=none -f "$root/Containerfile" --build-arg BASE_IMAGE="$base" -t "$image" "$work/ctx" \
+podman build --no-cache --network=none -f "$root/Containerfile" --build-arg BASE_IMAGE="$base" -t "$image" "$work/ctx" \
     > "$work/build.log" 2>&1 || die "podman build failed: $work/build.log"
 echo "$image"

@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -70,7 +71,7 @@ def container_box(tmp_path_factory):
 def test_the_container_box_passes_every_check(container_box):
     box = container_box
     report = box["work"] / "report.json"
-    done = subprocess.run(["python", "-m", "checks", "check", "--url", f"http://127.0.0.1:{box['port']}",
+    done = subprocess.run([sys.executable, "-m", "checks", "check", "--url", f"http://127.0.0.1:{box['port']}",
                            "--token", box["token"], "--container", box["name"], "--json", str(report)],
                           cwd=ROOT, env=box["env"], capture_output=True, text=True, timeout=600)
     print(done.stdout)
