@@ -46,8 +46,20 @@ async def connect(url: str, token: str | None = None, *, mode: str = LEGACY,
         kwargs["extensions"] = [*kwargs.get("extensions", []), TaskStatusListener(on_task_status)]
     headers = {"Authorization": f"token {token}"} if token else None
     async with create_mcp_http_client(headers=headers) as http:
+        http.event_hooks["response"].append(_refuse_clearly)
         async with Client(streamable_http_client(url, http_client=http), mode=mode, **kwargs) as client:
             yield client
+
+
+class NotAuthorized(PermissionError):
+    """The Jupyter server refused the token (or its authorizer refused the user)."""
+
+
+async def _refuse_clearly(response: Any) -> None:
+    # The SDK reports any HTTP error as "Server returned an error response"; say which.
+    if response.status_code in (401, 403):
+        raise NotAuthorized(f"{response.request.url} refused the request (HTTP {response.status_code}): "
+                            "check the Jupyter token")
 
 
 TERMINAL = ("completed", "failed", "cancelled")
@@ -144,7 +156,19 @@ async def _cli(argv: list[str]) -> int:
         return 0 if final["status"] == "completed" else 1
 
 
+def _first_cause(exc: BaseException) -> BaseException:
+    """The error inside the SDK's nested task-group exception groups, for a one-line message."""
+    while getattr(exc, "exceptions", None):
+        exc = exc.exceptions[0]
+    return exc
+
+
 if __name__ == "__main__":
     import sys
 
-    raise SystemExit(asyncio.run(_cli(sys.argv[1:])))
+    try:
+        raise SystemExit(asyncio.run(_cli(sys.argv[1:])))
+    except Exception as failure:
+        cause = _first_cause(failure)
+        print(f"jupyter_mcp.client: {type(cause).__name__}: {cause}", file=sys.stderr)
+        raise SystemExit(1) from None

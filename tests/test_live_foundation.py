@@ -109,3 +109,19 @@ def test_sigterm_exits_quickly_without_traceback(live_factory):
     assert rc == 0, log[-3000:]
     for bad in ("Traceback", "Task was destroyed", "never retrieved", "Exception in callback"):
         assert bad not in log, log[-3000:]
+
+
+def test_command_line_client_calls_a_tool_and_explains_a_failure(live):
+    """The README's shell line: `python -m jupyter_mcp.client call URL TOOL ARGS`."""
+    (live.root / "cli.ipynb").write_text(json.dumps(nbformat.v4.new_notebook()))
+    env = {"JUPYTER_TOKEN": live.token, "PATH": ""}
+    done = subprocess.run([sys.executable, "-m", "jupyter_mcp.client", "call", live.mcp_url, "notebook_list", "{}"],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert "cli.ipynb" in [n["path"] for n in answer["structuredContent"]["notebooks"]]
+    refused = subprocess.run([sys.executable, "-m", "jupyter_mcp.client", "call", live.mcp_url, "notebook_list"],
+                             capture_output=True, text=True, timeout=60, env={**env, "JUPYTER_TOKEN": "wrong"})
+    assert refused.returncode == 1
+    assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert "403" in refused.stderr or "401" in refused.stderr, refused.stderr
