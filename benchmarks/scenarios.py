@@ -297,7 +297,7 @@ async def memory(server) -> Result:
         return 0.0
 
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = LiveServer(Path(tmp), env={"MCP_ROOM_IDLE_TIMEOUT_SEC": "3", "MCP_ROOM_SWEEP_INTERVAL_SEC": "1"})
+        fresh = LiveServer(Path(tmp), env={"MCP_ROOM_IDLE_TIMEOUT_SEC": "20", "MCP_ROOM_SWEEP_INTERVAL_SEC": "1"})
         fresh.start()
         try:
             for i in range(200):
