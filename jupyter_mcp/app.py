@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
+from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from tornado import web
 from traitlets import Dict, Float, Integer, Unicode, default
 
@@ -21,6 +25,55 @@ from .tornado_asgi import ASGIRequest, Lifespan
 
 MCP_PATH = "/mcp"
 AUTH_RESOURCE = "mcp"
+
+
+class SessionOwners:
+    """Who opened each MCP session, so that no other user can use it.
+
+    An entry goes with the client's DELETE, or once its session has been idle (no request
+    in flight) for twice the SDK's own idle timeout: the SDK has reaped it by then, and a
+    client that never said goodbye must not grow this map for the life of the server.
+    """
+
+    PRUNE_EVERY_SEC = 60.0
+
+    def __init__(self, forget_after: float = 2 * DEFAULT_SESSION_IDLE_TIMEOUT) -> None:
+        self.forget_after = forget_after
+        self._owners: dict[str, list[Any]] = {}  # session id -> [user, last seen, requests in flight]
+        self._pruned_at = time.monotonic()
+
+    def __len__(self) -> int:
+        return len(self._owners)
+
+    def allows(self, session_id: str | None, user: str) -> bool:
+        entry = self._owners.get(session_id or "")
+        return entry is None or entry[0] == user
+
+    @contextmanager
+    def request(self, session_id: str | None) -> Iterator[None]:
+        """One request on a session (a long SSE stream included): never forgotten meanwhile."""
+        entry = self._owners.get(session_id or "")
+        if entry is None:
+            yield
+            return
+        entry[1], entry[2] = time.monotonic(), entry[2] + 1
+        try:
+            yield
+        finally:
+            entry[1], entry[2] = time.monotonic(), entry[2] - 1
+
+    def claim(self, session_id: str, user: str) -> None:
+        """A session the SDK just opened for ``user``."""
+        now = time.monotonic()
+        self._owners.setdefault(session_id, [user, now, 0])
+        if now - self._pruned_at >= self.PRUNE_EVERY_SEC:
+            self._pruned_at = now
+            stale = [sid for sid, (_, seen, busy) in self._owners.items() if not busy and now - seen > self.forget_after]
+            for sid in stale:
+                del self._owners[sid]
+
+    def end(self, session_id: str) -> None:
+        self._owners.pop(session_id, None)
 
 
 class MCPHandler(APIHandler):
@@ -80,7 +133,7 @@ class MCPHandler(APIHandler):
         username = self.principal()
         session_id = self.request.headers.get("Mcp-Session-Id")
         sessions = self.extension.session_owners
-        if session_id and sessions.get(session_id, username) != username:
+        if not sessions.allows(session_id, username):
             # Another user's session: answer as the transport does for an unknown one.
             self.set_status(404)
             self.finish({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Session not found"}})
@@ -89,12 +142,13 @@ class MCPHandler(APIHandler):
         if self.extension.start_error:
             raise web.HTTPError(503, "jupyter_mcp failed to start: %s" % self.extension.start_error)
         self._asgi = ASGIRequest(self, MCP_PATH, {"jupyter_user": username})
-        await self._asgi.run(self.extension.asgi_app)
+        with sessions.request(session_id):
+            await self._asgi.run(self.extension.asgi_app)
         for name, value in self._asgi.response_headers:
             if name == "mcp-session-id":
-                sessions[value] = username
+                sessions.claim(value, username)
         if self.request.method == "DELETE" and session_id and self.get_status() < 300:
-            sessions.pop(session_id, None)
+            sessions.end(session_id)
 
     def on_connection_close(self) -> None:
         if self._asgi is not None:
@@ -170,7 +224,7 @@ class JupyterMCPApp(ExtensionApp):
     def initialize_settings(self) -> None:
         from .mcp_server import build_server, partial_result
 
-        self.session_owners: dict[str, str] = {}
+        self.session_owners = SessionOwners()
         self.ready = asyncio.Event()
         self.start_error: str | None = None
         self.rooms = Rooms(self.serverapp, self.root_dir, idle_timeout=self.room_idle_timeout,

@@ -125,3 +125,25 @@ def test_command_line_client_calls_a_tool_and_explains_a_failure(live):
     assert refused.returncode == 1
     assert "Traceback" not in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, refused.stderr
     assert "403" in refused.stderr or "401" in refused.stderr, refused.stderr
+
+
+def test_another_users_request_on_a_session_is_refused(live_factory):
+    """An MCP session belongs to the user who opened it; another user's request on it
+    answers as for an unknown session, and the owner's session goes on working."""
+    server = live_factory(token="alice-token", args=["--ServerApp.identity_provider_class=identity_two_users.TwoUsers"])
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    with httpx.Client(timeout=30) as http:
+        alice = {**accept, "Authorization": "token alice-token"}
+        sid = http.post(server.mcp_url, json=init, headers=alice).headers["mcp-session-id"]
+        session = {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        http.post(server.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+                  headers={**alice, **session})
+        bob = {**accept, "Authorization": "token bob-token", **session}
+        for method in ("POST", "GET", "DELETE"):
+            r = http.request(method, server.mcp_url, json=listing if method == "POST" else None, headers=bob)
+            assert r.status_code == 404, (method, r.status_code, r.text)
+        r = http.post(server.mcp_url, json=listing, headers={**alice, **session})
+        assert r.status_code == 200 and "notebook_list" in r.text
