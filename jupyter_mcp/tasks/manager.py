@@ -12,7 +12,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from . import current_task
@@ -84,7 +84,7 @@ class TaskManager:
         self.poll_interval_ms = poll_interval_ms
         self.server_id = server_id or uuid.uuid4().hex
         self.runs: dict[str, _Run] = {}
-        self._key_locks: dict[str, asyncio.Lock] = {}
+        self._key_locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # key -> (lock, [users])
 
     # -- creating ----------------------------------------------------------------
 
@@ -100,8 +100,7 @@ class TaskManager:
         """Create the task (or answer the one this idempotency key already names) and start it."""
         ttl_ms = self.ttl(ttl)
         scoped = f"{owner}\x00{key}" if key is not None else None
-        lock = self._key_locks.setdefault(scoped, asyncio.Lock()) if scoped else contextlib.nullcontext()
-        async with lock:
+        async with self._key_lock(scoped):
             if scoped is not None:
                 existing = await self.store.find_by_key(scoped)
                 if existing is not None:
@@ -116,6 +115,23 @@ class TaskManager:
         self.runs[stored.task_id] = run
         run.work = asyncio.create_task(self._run(run, work, notify), name=f"mcp-task-{stored.task_id}")
         return stored
+
+    @contextlib.asynccontextmanager
+    async def _key_lock(self, scoped: str | None) -> AsyncIterator[None]:
+        """One submit at a time per idempotency key; the lock goes when nobody holds or
+        waits for it, so the map does not grow with every key ever used."""
+        if scoped is None:
+            yield
+            return
+        lock, users = self._key_locks.setdefault(scoped, (asyncio.Lock(), [0]))
+        users[0] += 1
+        try:
+            async with lock:
+                yield
+        finally:
+            users[0] -= 1
+            if not users[0]:
+                del self._key_locks[scoped]
 
     @staticmethod
     def _same_call(existing: TaskRecord, fingerprint: str, key: str | None) -> TaskRecord:
