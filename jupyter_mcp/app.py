@@ -269,3 +269,4 @@ class JupyterMCPApp(ExtensionApp):
         await self.tasks.stop()  # tasks still running here end "failed: server stopped"
         await self.rooms.stop()  # first: every edit MCP made is written before rooms go
         await self._lifespan.stop()
+        self.kernels.close()

@@ -68,6 +68,7 @@ class Kernels:
 
     async def for_notebook(self, path: str, kernel_name: str | None = None) -> str:
         """The kernel id of the notebook's session, creating the session if there is none."""
+        self._drop_gone()
         known = self._by_path.get(path)
         if known is not None and known in self.km:
             return known
@@ -110,6 +111,20 @@ class Kernels:
         client = self._clients.pop(kernel_id, None)
         if client is not None:
             client.stop_channels()
+
+    def _drop_gone(self) -> None:
+        """Close our clients of kernels that are gone (shut down from JupyterLab, culled):
+        each holds sockets and threads that would otherwise stay open for ever."""
+        for kernel_id in [k for k in self._clients if k not in self.km]:
+            self.forget(kernel_id)
+            self._run_locks.pop(kernel_id, None)
+        for path in [p for p, k in self._by_path.items() if k not in self.km]:
+            del self._by_path[path]
+
+    def close(self) -> None:
+        """At shutdown: every kernel client closed."""
+        for kernel_id in list(self._clients):
+            self.forget(kernel_id)
 
     async def _alive(self, kernel_id: str) -> bool:
         if kernel_id not in self.km:

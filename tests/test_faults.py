@@ -164,3 +164,25 @@ async def test_refused_path_on_a_dead_room_does_not_hang(live):
         started = time.monotonic()
         assert "no notebook at" in await refused(mcp, "notebook_get", path=name)
         assert time.monotonic() - started < 10
+
+
+async def test_kernels_shut_down_from_the_ui_leave_nothing_open_in_the_server(live_factory):
+    """A person shuts the kernel down (or a culler does) after the agent ran cells in it: the
+    server must not keep that kernel's client (its sockets and threads) for ever."""
+    server = live_factory()
+    ids = write_notebook(server.root / "k.ipynb", ["1+1"])
+
+    def open_in_server() -> tuple[int, int]:
+        pid = server.proc.pid
+        return len(os.listdir(f"/proc/{pid}/task")), len(os.listdir(f"/proc/{pid}/fd"))
+
+    seen = []
+    async with connect(server.mcp_url, server.token) as mcp:
+        for _ in range(6):
+            result = await call(mcp, "cell_execute", path="k.ipynb", cell_id=ids[0], timeout=120)
+            assert result["status"] == "ok"
+            for session in httpx.get(server.url + "api/sessions", headers=server.headers).json():
+                httpx.delete(server.url + f"api/sessions/{session['id']}", headers=server.headers, timeout=60)
+            seen.append(open_in_server())
+    (threads_first, fds_first), (threads_last, fds_last) = seen[1], seen[-1]
+    assert threads_last <= threads_first + 1 and fds_last <= fds_first + 4, seen
