@@ -297,7 +297,7 @@ async def memory(server) -> Result:
         return 0.0
 
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = LiveServer(Path(tmp), env={"MCP_ROOM_IDLE_TIMEOUT_SEC": "20", "MCP_ROOM_SWEEP_INTERVAL_SEC": "1"})
+        fresh = LiveServer(Path(tmp), env={"MCP_ROOM_IDLE_TIMEOUT_SEC": "45", "MCP_ROOM_SWEEP_INTERVAL_SEC": "1"})
         fresh.start()
         try:
             for i in range(200):
@@ -306,11 +306,12 @@ async def memory(server) -> Result:
                 await mcp.call_tool("notebook_get", {"path": "mem_0.ipynb"})  # warm: imports, first room
                 await asyncio.sleep(5)
                 start = rss_mb(fresh.proc.pid)
-                for i in range(200):
+                for i in range(200):  # an edit and a read: every kind of state a room gathers
                     await mcp.call_tool("cell_update", {"path": f"mem_{i}.ipynb", "index": 0, "source": f"x = {i} + 1"})
+                    await mcp.call_tool("notebook_get", {"path": f"mem_{i}.ipynb"})
                 peak = rss_mb(fresh.proc.pid)
                 rooms = len((await mcp.call_tool("room_list", {})).structured_content["rooms"])
-                for _ in range(60):
+                for _ in range(120):
                     await asyncio.sleep(1)
                     left = len((await mcp.call_tool("room_list", {})).structured_content["rooms"])
                     if left == 0:
