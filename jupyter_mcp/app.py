@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -27,6 +28,13 @@ MCP_PATH = "/mcp"
 AUTH_RESOURCE = "mcp"
 
 
+@dataclass
+class _Session:
+    user: str
+    last_seen: float
+    in_flight: int = 0
+
+
 class SessionOwners:
     """Who opened each MCP session, so that no other user can use it.
 
@@ -39,7 +47,7 @@ class SessionOwners:
 
     def __init__(self, forget_after: float = 2 * DEFAULT_SESSION_IDLE_TIMEOUT) -> None:
         self.forget_after = forget_after
-        self._owners: dict[str, list[Any]] = {}  # session id -> [user, last seen, requests in flight]
+        self._owners: dict[str, _Session] = {}
         self._pruned_at = time.monotonic()
 
     def __len__(self) -> int:
@@ -47,7 +55,7 @@ class SessionOwners:
 
     def allows(self, session_id: str | None, user: str) -> bool:
         entry = self._owners.get(session_id or "")
-        return entry is None or entry[0] == user
+        return entry is None or entry.user == user
 
     @contextmanager
     def request(self, session_id: str | None) -> Iterator[None]:
@@ -56,19 +64,20 @@ class SessionOwners:
         if entry is None:
             yield
             return
-        entry[1], entry[2] = time.monotonic(), entry[2] + 1
+        entry.last_seen, entry.in_flight = time.monotonic(), entry.in_flight + 1
         try:
             yield
         finally:
-            entry[1], entry[2] = time.monotonic(), entry[2] - 1
+            entry.last_seen, entry.in_flight = time.monotonic(), entry.in_flight - 1
 
     def claim(self, session_id: str, user: str) -> None:
         """A session the SDK just opened for ``user``."""
         now = time.monotonic()
-        self._owners.setdefault(session_id, [user, now, 0])
+        self._owners.setdefault(session_id, _Session(user, now))
         if now - self._pruned_at >= self.PRUNE_EVERY_SEC:
             self._pruned_at = now
-            stale = [sid for sid, (_, seen, busy) in self._owners.items() if not busy and now - seen > self.forget_after]
+            stale = [sid for sid, entry in self._owners.items()
+                     if not entry.in_flight and now - entry.last_seen > self.forget_after]
             for sid in stale:
                 del self._owners[sid]
 

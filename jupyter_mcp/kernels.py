@@ -69,8 +69,8 @@ class Kernels:
     async def for_notebook(self, path: str, kernel_name: str | None = None) -> str:
         """The kernel id of the notebook's session, creating the session if there is none."""
         self._drop_gone()
-        known = self._by_path.get(path)
-        if known is not None and known in self.km:
+        known = self._by_path.get(path)  # _drop_gone just removed it if its kernel is gone
+        if known is not None:
             return known
         async with self._session_locks[path]:
             self._by_path[path] = kernel_id = await self._session_kernel(path, kernel_name)
