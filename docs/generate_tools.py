@@ -10,7 +10,6 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 HEADER = """# Tools
 
@@ -28,13 +27,29 @@ at the path; the file is not a readable notebook. For every tool that takes
 """
 
 
-def _type(schema: dict) -> str:
+def _type(schema: dict, defs: dict | None = None) -> str:
+    if "$ref" in schema and defs is not None:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return name if name in defs else "object"
     if "anyOf" in schema:
-        return " or ".join(_type(s) for s in schema["anyOf"])
+        return " or ".join(_type(s, defs) for s in schema["anyOf"])
+    if "enum" in schema:
+        return " \\| ".join(json.dumps(v) for v in schema["enum"])
     kind = schema.get("type", "any")
     if kind == "array":
-        return f"list of {_type(schema.get('items', {}))}"
+        return f"list of {_type(schema.get('items', {}), defs)}"
     return kind
+
+
+def _result(schema: dict) -> list[str]:
+    """The result's fields, from the tool's output schema."""
+    defs = schema.get("$defs", {})
+    required = set(schema.get("required", []))
+    rows = ["Result (structured content, also published as the tool's output schema):\n",
+            "| field | type | always |", "|---|---|---|"]
+    for name, prop in schema.get("properties", {}).items():
+        rows.append(f"| `{name}` | {_type(prop, defs)} | {'yes' if name in required else 'no'} |")
+    return rows + [""]
 
 
 def render(tools) -> str:
@@ -52,6 +67,8 @@ def render(tools) -> str:
                 desc = (prop.get("description") or "").replace("|", "\\|")
                 parts.append(f"| `{name}` | {_type(prop)} | {default} | {desc} |")
             parts.append("")
+        if mcp_tool.output_schema:
+            parts.extend(_result(mcp_tool.output_schema))
         hints = mcp_tool.annotations
         if hints is not None:
             flags = [k for k in ("read_only_hint", "destructive_hint") if getattr(hints, k, None)]
@@ -61,14 +78,12 @@ def render(tools) -> str:
 
 
 async def tools():
-    from jupyter_mcp.mcp_server import build_server
-
-    from jupyter_mcp.mcp_server import partial_result
+    """The real server's tools (listing them needs nothing running)."""
+    from jupyter_mcp.server import build_server
     from jupyter_mcp.tasks import InMemoryTaskStore, TaskManager
 
-    fake = SimpleNamespace(server_name="jupyter", rooms=None, kernels=None, root_dir="/", serverapp=None,
-                           tasks=TaskManager(InMemoryTaskStore(), render_partial=partial_result))
-    return await build_server(fake).list_tools(run_middleware=False)
+    tasks = TaskManager(InMemoryTaskStore(), default_ttl_ms=1, max_ttl_ms=1, poll_interval_ms=1)
+    return await build_server("jupyter", None, tasks).list_tools(run_middleware=False)
 
 
 def main() -> str:

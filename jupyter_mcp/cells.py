@@ -10,16 +10,16 @@ every other client's cursor survive.
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, Literal
 
 from pycrdt import Array, Map, Text
 
 from .errors import NotebookError
 
-CELL_TYPES = ("code", "markdown", "raw")
+CellType = Literal["code", "markdown", "raw"]
 
 
-def _cell_id(ycell: Map) -> str | None:
+def id_of(ycell: Map) -> str | None:
     value = ycell.get("id")
     return str(value) if value is not None else None
 
@@ -27,9 +27,9 @@ def _cell_id(ycell: Map) -> str | None:
 def find(ynb: Any, cell_id: str, hint: int | None = None) -> int | None:
     """The index of the cell with this id (checking ``hint`` first), or None."""
     ycells = ynb.ycells
-    if hint is not None and 0 <= hint < len(ycells) and _cell_id(ycells[hint]) == cell_id:
+    if hint is not None and 0 <= hint < len(ycells) and id_of(ycells[hint]) == cell_id:
         return hint
-    return next((i for i, ycell in enumerate(ycells) if _cell_id(ycell) == cell_id), None)
+    return next((i for i, ycell in enumerate(ycells) if id_of(ycell) == cell_id), None)
 
 
 def locate(ynb: Any, cell_id: str | None = None, index: int | None = None) -> int:
@@ -104,34 +104,26 @@ def snapshot(ynb: Any) -> list[dict[str, Any]]:
     return cells
 
 
-def kernelspec_name(ynb: Any) -> str | None:
-    """The kernelspec the notebook's metadata names, if any."""
-    return (((ynb._ymeta.to_py() or {}).get("metadata") or {}).get("kernelspec") or {}).get("name")
-
-
 def brief(ycell: Map, index: int) -> dict[str, Any]:
     """Id, index, type and source: what an edit answers (no outputs to convert)."""
-    return {"id": _cell_id(ycell), "index": index, "cell_type": str(ycell.get("cell_type", "code")),
+    return {"id": id_of(ycell), "index": index, "cell_type": str(ycell.get("cell_type", "code")),
             "source": str(ycell.get("source", ""))}
 
 
 def set_source(ynb: Any, index: int, source: str) -> None:
     """Replace the source of the cell at ``index`` by editing its Text in place."""
-    if not isinstance(source, str):
-        raise NotebookError(f"source must be a string, not {type(source).__name__}")
     ycell = ynb.ycells[index]
-    before = _cell_id(ycell)
+    before = id_of(ycell)
     if not isinstance(ycell.get("source"), Text):  # a legacy cell with a plain string source
         ycell["source"] = Text()
     ynb.set_cell(index, source=source)
-    after = _cell_id(ynb.ycells[index])
+    after = id_of(ynb.ycells[index])
     if after != before:
         raise RuntimeError(f"cell id changed during an in-place update ({before!r} -> {after!r})")
 
 
-def set_type(ynb: Any, index: int, cell_type: str) -> None:
+def set_type(ynb: Any, index: int, cell_type: CellType) -> None:
     """Change a cell's type in place (its id, source and position stay)."""
-    check_type(cell_type)
     ycell = ynb.ycells[index]
     if ycell.get("cell_type") == cell_type:
         return
@@ -147,16 +139,16 @@ def set_type(ynb: Any, index: int, cell_type: str) -> None:
                     del ycell[key]
 
 
-def check_type(cell_type: str) -> None:
-    if cell_type not in CELL_TYPES:
-        raise NotebookError(f"cell_type must be one of {', '.join(CELL_TYPES)}, not {cell_type!r}")
+def update(ynb: Any, index: int, source: str, cell_type: CellType | None = None) -> None:
+    """A new source (and optionally type) for the cell at ``index``, in one transaction."""
+    with ynb.ydoc.transaction():
+        set_source(ynb, index, source)
+        if cell_type is not None:
+            set_type(ynb, index, cell_type)
 
 
-def insert(ynb: Any, position: int, cell_type: str, source: str) -> str:
+def insert(ynb: Any, position: int, cell_type: CellType, source: str) -> str:
     """Insert one new cell at ``position`` (0..len); returns its new id."""
-    check_type(cell_type)
-    if not isinstance(source, str):
-        raise NotebookError(f"source must be a string, not {type(source).__name__}")
     count = len(ynb.ycells)
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= count:
         raise NotebookError(f"index {position!r} is out of range for an insert: use 0..{count} "
@@ -166,7 +158,7 @@ def insert(ynb: Any, position: int, cell_type: str, source: str) -> str:
         cell.update(outputs=[], execution_count=None)
     ycell = ynb.create_ycell(cell)
     ynb.ycells.insert(position, ycell)
-    return _cell_id(ynb.ycells[position]) or ""
+    return id_of(ynb.ycells[position]) or ""
 
 
 def delete(ynb: Any, index: int) -> dict[str, Any]:
@@ -174,42 +166,6 @@ def delete(ynb: Any, index: int) -> dict[str, Any]:
     gone = brief(ynb.ycells[index], index)
     del ynb.ycells[index]
     return gone
-
-
-def describe_changes(ynb: Any, events: list[Any]) -> list[dict[str, Any]]:
-    """What a batch of deep events on ``ycells`` changed, in the agent's terms.
-
-    Must run inside the observer callback: events only live for their transaction.
-    """
-    changes: list[dict[str, Any]] = []
-    for event in events:
-        path = list(event.path)
-        if not path:  # the cell list itself: inserts and deletes
-            position = 0
-            for op in event.delta:
-                if "retain" in op:
-                    position += op["retain"]
-                elif "insert" in op:
-                    ids = [_cell_id(c) for c in op["insert"]]
-                    changes.append({"kind": "cells_inserted", "cell_index": position, "cell_ids": ids})
-                    position += len(ids)
-                elif "delete" in op:
-                    changes.append({"kind": "cells_deleted", "cell_index": position, "count": op["delete"]})
-            continue
-        index = path[0]
-        try:
-            cell_id = _cell_id(ynb.ycells[index])
-        except (IndexError, TypeError):
-            cell_id = None
-        if len(path) > 1:
-            kinds = [str(path[1])]
-        else:
-            kinds = [k for k in getattr(event, "keys", {}) if k != "execution_state"] or ["execution_state"]
-        for kind in kinds:
-            change = {"kind": kind, "cell_id": cell_id, "cell_index": index}
-            if change not in changes:
-                changes.append(change)
-    return changes
 
 
 # --- outputs of a running cell, written as they arrive --------------------------------

@@ -1,65 +1,33 @@
 """Running a cell (or scratch code) and showing it live.
 
-The kernel loop (``Kernels.run``) produces output events; here they go into the
-cell in the live document as they arrive, and to the client when it asked for a
-stream. The cell is found again by id for every write, and the room again when it
-was closed and re-created meanwhile, so outputs always land in the document
-people see.
+The kernel loop (``Kernels.run``) produces output events; a ``CellRun`` writes them into
+the cell in the live document as they arrive, and a ``ClientStream`` sends them to the
+client when it asked for a stream. The cell is found again by id for every write, and the
+room again (through the rooms layer) when it was closed and re-created meanwhile, so
+outputs always land in the document people see. Inside an MCP task, the run's interrupt
+is registered for cancellation and its output so far can become the task's result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
 from . import cells, outputs
+from .activity import Activity
 from .errors import NotebookError
-from .kernels import Execution, OutputEvent
+from .kernels import Execution, Kernels, OnEvent, OutputEvent
+from .rooms import LiveNotebook, Rooms
+from .tasks import record_output, register_interrupt
 
 log = logging.getLogger(__name__)
 
 RUNNING_MARK_SEC = 0.05  # a cell still silent after this shows as running ([*]) at once
-
-if TYPE_CHECKING:
-    from fastmcp import Context
-
-    from .kernels import Kernels
-    from .rtc_adapter import LiveNotebook, Rooms
-
-
-class CellTarget:
-    """Where a running cell's outputs go: re-resolved whenever the room or index moved."""
-
-    def __init__(self, rooms: Rooms, nb: LiveNotebook, cell_id: str) -> None:
-        self.rooms = rooms
-        self.nb = nb
-        self.cell_id = cell_id
-        self.index = cells.locate(nb.doc, cell_id)
-        self.gone = False  # the cell was deleted while it ran: keep collecting, stop writing
-
-    async def locate(self, outputs_so_far: list[dict[str, Any]]) -> int | None:
-        if self.gone:
-            return None
-        if self.rooms.ydoc.ywebsocket_server.rooms.get(self.nb.room_id) is not self.nb.room:
-            self.nb = await self.rooms.open(self.nb.path)  # the room was closed: write into its successor
-            index = self._find()
-            if index is not None:
-                cells.replace_outputs(self.nb.doc, index, outputs_so_far)
-                self.nb.doc.ycells[index]["execution_state"] = "running"
-            return index
-        return self._find()
-
-    def _find(self) -> int | None:
-        index = cells.find(self.nb.doc, self.cell_id, self.index)
-        if index is None:
-            self.gone = True
-        else:
-            self.index = index
-        return index
 
 
 class ClientStream:
@@ -73,7 +41,7 @@ class ClientStream:
         meta = getattr(getattr(rc, "_srctx", None), "meta", None) or {}
         self.has_token = meta.get("progress_token") is not None
 
-    async def send(self, event: OutputEvent, outputs_so_far: list[dict[str, Any]] | None = None) -> None:
+    async def send(self, event: OutputEvent) -> None:
         if self.ctx is None:
             return
         if event["kind"] == "stream":
@@ -95,6 +63,89 @@ class ClientStream:
             self.ctx = None
 
 
+class CellRun:
+    """One run of one cell in the live document: marked running, each output written as it
+    arrives, finished with its execution count, whatever happened to the room meanwhile."""
+
+    def __init__(self, rooms: Rooms, activity: Activity, nb: LiveNotebook, cell_id: str, index: int,
+                 client: ClientStream | None) -> None:
+        self.rooms = rooms
+        self.activity = activity
+        self.nb = nb
+        self.cell_id = cell_id
+        self.index = index
+        self.client = client
+        self.outputs: list[dict[str, Any]] = []  # so far: what a re-created room is given
+        self.marked = False  # the cell shows as running: outputs cleared, [*]
+        self.gone = False  # the cell (or its notebook) went away: keep running, stop writing
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self) -> None:
+        # Marking is deferred to the first output (or RUNNING_MARK_SEC): one document update
+        # instead of two, each of which jupyter-collaboration also writes to its SQLite store.
+        self._timer = asyncio.get_running_loop().call_later(RUNNING_MARK_SEC, self._mark_if_still_there)
+
+    async def output(self, event: OutputEvent, so_far: list[dict[str, Any]]) -> None:
+        """One output event from the kernel loop (its ``on_event``)."""
+        self.outputs = so_far
+        at, caught_up = await self._locate()
+        if at is not None:
+            if not caught_up:  # a caught-up cell has this output already
+                with self.nb.doc.ydoc.transaction():
+                    self._mark(at)
+                    cells.apply_output_event(self.nb.doc, at, event)
+            self.activity.touch(self.nb.room_id)
+        if self.client is not None:
+            await self.client.send(event)
+
+    async def finish(self, execution: Execution | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        at, _ = await self._locate()
+        if at is not None:
+            with self.nb.doc.ydoc.transaction():
+                self._mark(at)
+                cells.end_run(self.nb.doc, at, execution.execution_count if execution else None)
+
+    def _mark(self, at: int) -> None:
+        if not self.marked:
+            self.marked = True
+            cells.begin_run(self.nb.doc, at)
+
+    def _mark_if_still_there(self) -> None:
+        if not self.marked and not self.gone and self.rooms.is_current(self.nb):
+            at = self._find()
+            if at is not None:
+                self._mark(at)
+
+    async def _locate(self) -> tuple[int | None, bool]:
+        """The cell's index in the notebook's room now (None once it is gone), and whether the
+        room was re-created meanwhile and the cell caught up with the outputs so far."""
+        if self.gone:
+            return None, False
+        before = self.nb.room
+        try:
+            self.nb = await self.rooms.current(self.nb)
+        except NotebookError:  # the notebook itself went away
+            self.gone = True
+            return None, False
+        at = self._find()
+        if at is None or self.nb.room is before:
+            return at, False
+        cells.replace_outputs(self.nb.doc, at, self.outputs)
+        self.nb.doc.ycells[at]["execution_state"] = "running"
+        self.marked = True
+        return at, True
+
+    def _find(self) -> int | None:
+        at = cells.find(self.nb.doc, self.cell_id, self.index)
+        if at is None:
+            self.gone = True
+        else:
+            self.index = at
+        return at
+
+
 def answer(execution: Execution, extra: dict[str, Any], max_chars: int) -> ToolResult:
     """The agent's view of an execution: readable content blocks plus structured data."""
     content = outputs.to_content(execution.outputs, max_chars)
@@ -113,75 +164,66 @@ def answer(execution: Execution, extra: dict[str, Any], max_chars: int) -> ToolR
     return ToolResult(content=content, structured_content=structured)
 
 
-async def execute_cell(rooms: Rooms, kernels: Kernels, path: str, cell_id: str | None, index: int | None,
-                       timeout: float, stream: bool, ctx: Context | None, max_chars: int) -> ToolResult:
-    nb = await rooms.open(path)
+class _PartialOutputs:
+    """A run's output so far, as the result of a task that ends without the run's answer."""
+
+    def __init__(self) -> None:
+        self.outputs: list[dict[str, Any]] = []
+
+    def __call__(self, ending: str) -> dict[str, Any] | None:
+        if not self.outputs:  # nothing to keep: no result, rather than an empty one
+            return None
+        blocks = outputs.to_content(self.outputs) + [TextContent(type="text", text=f"[{ending}: the outputs so far]")]
+        return {"content": [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in blocks],
+                "structuredContent": {"status": "cancelled" if ending == "cancelled" else "error", "partial": True,
+                                      "outputs": outputs.summarize(self.outputs, outputs.DEFAULT_MAX_CHARS)},
+                "isError": ending != "cancelled"}
+
+
+async def _run(kernels: Kernels, kernel_id: str, code: str, timeout: float, on_output: OnEvent | None) -> Execution:
+    """``Kernels.run`` with the task hooks wired: the interrupt registered, the output kept."""
+    partial = _PartialOutputs()
+
+    async def on_start(interrupt: Any) -> None:
+        await register_interrupt(interrupt)
+        record_output(partial)
+
+    async def on_event(event: OutputEvent, so_far: list[dict[str, Any]]) -> None:
+        partial.outputs = so_far
+        if on_output is not None:
+            await on_output(event, so_far)
+
+    return await kernels.run(kernel_id, code, timeout=timeout, on_start=on_start, on_event=on_event)
+
+
+async def run_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, cell_id: str | None,
+                   index: int | None, timeout: float, client: ClientStream | None, max_chars: int) -> ToolResult:
     ynb = nb.doc
     i = cells.locate(ynb, cell_id, index)
     ycell = ynb.ycells[i]
     if ycell.get("cell_type") != "code":
         raise NotebookError(f"cell {i} is a {ycell.get('cell_type')} cell; only code cells run")
     source = str(ycell.get("source", ""))
-    target = CellTarget(rooms, nb, str(ycell.get("id")))
-    kernel_id = await kernels.for_notebook(nb.path, cells.kernelspec_name(ynb))
-    client = ClientStream(ctx) if stream else None
-    outputs_so_far: list[dict[str, Any]] = []
-    marked = False  # the cell shows as running: outputs cleared, [*]
+    run = CellRun(rooms, activity, nb, str(ycell.get("id")), i, client)
+    kernel_id = await kernels.for_notebook(nb.path, nb.kernelspec_name())
 
-    def mark_running() -> None:
-        # Deferred to the first output (or RUNNING_MARK_SEC): one document update instead
-        # of two, each of which jupyter-collaboration also writes to its SQLite store.
-        nonlocal marked
-        if not marked:
-            marked = True
-            at = target._find()
-            if at is not None:
-                cells.begin_run(target.nb.doc, at)
-
-    async def on_event(event: OutputEvent, current: list[dict[str, Any]]) -> None:
-        nonlocal outputs_so_far, marked
-        outputs_so_far = current
-        room_before = target.nb.room
-        try:
-            at = await target.locate(current)
-        except NotebookError:  # the notebook itself went away: keep running, stop writing
-            target.gone, at = True, None
-        if at is not None:
-            if target.nb.room is room_before:
-                with target.nb.doc.ydoc.transaction():
-                    mark_running()
-                    cells.apply_output_event(target.nb.doc, at, event)
-            else:  # re-created room: locate rebuilt the outputs and marked it running
-                marked = True
-            rooms.touch(target.nb.room_id, target.nb.room)
-        if client is not None:
-            await client.send(event)
-
-    async def run() -> Execution:
+    async def live() -> Execution:
         execution: Execution | None = None
-        with rooms.running(nb.room_id):
-            timer = asyncio.get_running_loop().call_later(RUNNING_MARK_SEC, mark_running)
+        with activity.running(nb.room_id):
+            run.start()
             try:
-                execution = await kernels.run(kernel_id, source, timeout=timeout, on_event=on_event)
+                execution = await _run(kernels, kernel_id, source, timeout, run.output)
             finally:
-                timer.cancel()
-                try:
-                    at = await target.locate(outputs_so_far)
-                except NotebookError:
-                    at = None
-                if at is not None:
-                    with target.nb.doc.ydoc.transaction():
-                        mark_running()
-                        cells.end_run(target.nb.doc, at, execution.execution_count if execution else None)
+                await run.finish(execution)
         return execution
 
     # Shielded: a client that disconnects mid-call does not stop the cell; it runs to its
     # end and its outputs land in the document. (A task's cancel interrupts the kernel
     # first, so the run ends at once and the cell still ends up complete.)
-    inner = asyncio.ensure_future(run())
+    inner = asyncio.ensure_future(live())
     inner.add_done_callback(_retrieve)
     execution = await asyncio.shield(inner)
-    return answer(execution, {"path": nb.path, "cell_id": target.cell_id}, max_chars)
+    return answer(execution, {"path": nb.path, "cell_id": run.cell_id}, max_chars)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:
@@ -190,13 +232,11 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         log.info("a cell run whose caller had left ended with: %s", task.exception())
 
 
-async def execute_code(rooms: Rooms, kernels: Kernels, path: str, code: str, timeout: float, stream: bool,
-                       ctx: Context | None, max_chars: int) -> ToolResult:
-    if not isinstance(code, str) or not code.strip():
+async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float, client: ClientStream | None,
+                   max_chars: int) -> ToolResult:
+    if not code.strip():
         raise NotebookError("code is empty: pass the code to run")
-    nb = await rooms.open(path)
-    kernel_id = await kernels.for_notebook(nb.path, cells.kernelspec_name(nb.doc))
-    client = ClientStream(ctx) if stream else None
-    execution = await kernels.run(kernel_id, code, timeout=timeout,
-                                  on_event=client.send if client is not None else None)
+    kernel_id = await kernels.for_notebook(nb.path, nb.kernelspec_name())
+    on_output = (lambda event, so_far: client.send(event)) if client is not None else None
+    execution = await _run(kernels, kernel_id, code, timeout, on_output)
     return answer(execution, {"path": nb.path}, max_chars)

@@ -56,18 +56,10 @@ def new_notebook(kernel_name: str, display_name: str, language: str,
     one anyway (jupyter-ydoc adds it), so writing it makes disk and room agree and
     gives the agent its id.
     """
-    made = []
-    for spec in cells or [{"cell_type": "code", "source": ""}]:
-        if not isinstance(spec, dict):
-            raise NotebookError("each cell must be an object like {'cell_type': 'code', 'source': '...'}")
-        kind, source = spec.get("cell_type", "code"), spec.get("source", "")
-        if not isinstance(source, str):
-            raise NotebookError("a cell's source must be a string")
-        makers = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
-                  "raw": nbformat.v4.new_raw_cell}
-        if kind not in makers:
-            raise NotebookError(f"cell_type must be one of code, markdown, raw, not {kind!r}")
-        made.append(makers[kind](source))
+    makers = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
+              "raw": nbformat.v4.new_raw_cell}
+    made = [makers[spec.get("cell_type", "code")](spec.get("source", ""))
+            for spec in cells or [{"cell_type": "code", "source": ""}]]
     nb = nbformat.v4.new_notebook(cells=made)
     nb.metadata["kernelspec"] = {"name": kernel_name, "display_name": display_name, "language": language}
     nb.metadata["language_info"] = {"name": language}

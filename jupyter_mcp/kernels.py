@@ -3,9 +3,10 @@
 The kernel of a notebook is the kernel of its Jupyter session, the one the
 person's JupyterLab tab uses; if there is none, we create the session for that
 path, so the UI joins the same kernel when it opens the notebook. ``Kernels.run``
-is the only place that sends code and waits for the kernel: timeouts, interrupts,
-dead kernels and the task hooks (register_interrupt, record_output) are handled
-there once for every tool that executes.
+is the only place that sends code and waits for the kernel: timeouts, interrupts and
+dead kernels are handled there once for every tool that executes. It knows nothing of
+documents or tasks: its caller passes hooks (``on_start`` gets the way to interrupt this
+run, ``on_event`` each output as it arrives).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from .errors import NotebookError
 
@@ -27,6 +28,10 @@ log = logging.getLogger(__name__)
 OutputEvent = dict[str, Any]  # {"kind": "output" | "stream" | "clear" | "update", ...}
 #: Called with each event and the whole list of outputs so far (after the event).
 OnEvent = Callable[[OutputEvent, list[dict[str, Any]]], Awaitable[None]]
+#: Called once the run holds its kernel, just before the code is sent, with the run's interrupt.
+OnStart = Callable[[Callable[[], Awaitable[None]]], Awaitable[None]]
+#: How a run ended: "aborted" is the kernel refusing a request right after an earlier one failed.
+RunStatus = Literal["ok", "error", "timeout", "interrupted", "aborted"]
 
 IDLE_CHECK_SEC = 1.0  # how often a silent kernel is checked for being alive
 INTERRUPT_GRACE_SEC = 5.0  # how long to wait for the kernel to settle after an interrupt
@@ -40,7 +45,7 @@ class KernelDied(NotebookError):
 class Execution:
     """What one execution produced."""
 
-    status: str = "ok"  # ok | error | timeout | interrupted
+    status: RunStatus = "ok"
     execution_count: int | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
     message: str | None = None  # a note for the agent (timeout, interrupt)
@@ -134,17 +139,14 @@ class Kernels:
     async def interrupt(self, kernel_id: str) -> None:
         await self.km.interrupt_kernel(kernel_id)
 
-    async def run(self, kernel_id: str, code: str, *, timeout: float, on_event: OnEvent | None = None) -> Execution:
+    async def run(self, kernel_id: str, code: str, *, timeout: float, on_start: OnStart | None = None,
+                  on_event: OnEvent | None = None) -> Execution:
         """Run ``code`` and wait for it: the one loop that waits on a kernel.
 
         Every output message becomes an event for ``on_event`` as it arrives (so a
         document and a client can show it live) and is collected in the result. On
-        timeout the kernel is interrupted and the outputs so far are returned. Inside
-        an MCP task, the interrupt is registered for cancellation and the outputs so
-        far are recorded after each message.
+        timeout the kernel is interrupted and the outputs so far are returned.
         """
-        from .tasks import register_interrupt
-
         async with self._run_locks[kernel_id]:
             if not await self._alive(kernel_id):
                 self.forget(kernel_id)
@@ -152,7 +154,8 @@ class Kernels:
             client = await self._client(kernel_id)
             result = Execution()
             collector = _Collector(result, on_event)
-            await register_interrupt(lambda: self.interrupt(kernel_id))
+            if on_start is not None:
+                await on_start(lambda: self.interrupt(kernel_id))
             msg_id = client.execute(code, allow_stdin=False, stop_on_error=True)
             try:
                 settled = await self._wait(kernel_id, client, msg_id, result, collector, timeout)
@@ -178,8 +181,6 @@ class Kernels:
                     timeout: float) -> bool:
         """Collect the execution's output until it is idle (True), or give up after a
         timeout whose interrupt the kernel ignored (False)."""
-        from .tasks import record_output
-
         deadline = time.monotonic() + timeout
         interrupted_at: float | None = None
         while True:
@@ -206,8 +207,7 @@ class Kernels:
                 continue  # another client's execution (the UI's) on the same kernel
             if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
                 return True
-            if await collector.handle(msg):
-                await record_output(list(result.outputs))
+            await collector.handle(msg)
 
     async def _settle(self, client: Any, msg_id: str) -> None:
         """Read until the execution ``msg_id`` is idle (bounded), discarding its output."""
@@ -247,8 +247,8 @@ class _Collector:
         if self.on_event is not None:
             await self.on_event(event, self.result.outputs)
 
-    async def handle(self, msg: dict[str, Any]) -> bool:
-        """Apply one message; True if the outputs changed."""
+    async def handle(self, msg: dict[str, Any]) -> None:
+        """Apply one message to the outputs."""
         kind = msg["msg_type"]
         content = msg["content"]
         outputs = self.result.outputs
@@ -256,24 +256,26 @@ class _Collector:
             count = content.get("execution_count")
             if count is not None:
                 self.result.execution_count = int(count)
-            return False
+            return
         if kind == "clear_output":
             if content.get("wait"):
                 self.clear_on_next = True
-                return False
+                return
             await self._clear()
-            return True
-        if kind == "update_display_data":
+        elif kind == "update_display_data":
             display_id = (content.get("transient") or {}).get("display_id")
             indexes = self.displays.get(display_id or "", [])
             if not indexes:
-                return False
+                return
             for i in indexes:
                 outputs[i] = {**outputs[i], "data": content.get("data", {}), "metadata": content.get("metadata", {})}
                 await self.emit({"kind": "update", "index": i, "output": outputs[i]})
-            return True
-        if kind not in ("stream", "display_data", "execute_result", "error"):
-            return False
+        elif kind in ("stream", "display_data", "execute_result", "error"):
+            await self._append(kind, content)
+
+    async def _append(self, kind: str, content: dict[str, Any]) -> None:
+        """A new output (or more text for the last stream), after a pending clear_output(wait=True)."""
+        outputs = self.result.outputs
         if self.clear_on_next:
             await self._clear()
         output = _output_from_msg(kind, content)
@@ -281,13 +283,12 @@ class _Collector:
                 and outputs[-1].get("name") == output.get("name"):
             outputs[-1] = {**outputs[-1], "text": outputs[-1]["text"] + output["text"]}
             await self.emit({"kind": "stream", "index": len(outputs) - 1, "text": output["text"]})
-            return True
+            return
         outputs.append(output)
         display_id = (content.get("transient") or {}).get("display_id")
         if display_id:
             self.displays[display_id].append(len(outputs) - 1)
         await self.emit({"kind": "output", "index": len(outputs) - 1, "output": output})
-        return True
 
     async def _clear(self) -> None:
         self.clear_on_next = False

@@ -6,7 +6,8 @@ Collaborators panel shows the agent next to the people.
 Each agent in each room gets an awareness client of its own (a fresh client id), with a
 name that says it is an agent and a colour of its own. Its state is re-sent while the
 agent is active (awareness states time out after 30 s on every peer) and withdrawn once
-it has been idle for ``idle_after`` seconds.
+it has been idle for ``idle_after`` seconds. The tools that act announce their agent
+(``seen``); ``users`` reads a room's awareness back.
 """
 
 from __future__ import annotations
@@ -15,18 +16,17 @@ import asyncio
 import hashlib
 import logging
 import time
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from pycrdt import Awareness, Doc, create_awareness_message
 
+from .identity import Agent
+
 log = logging.getLogger(__name__)
 
-#: The agent making the current tool call: (key, client name), set per MCP request.
-current_agent: ContextVar[tuple[str, str] | None] = ContextVar("jupyter_mcp_current_agent", default=None)
-
-GLOBAL_ROOM = "JupyterLab:globalAwareness"  # what JupyterLab's Collaborators panel shows
+GLOBAL = "global"  # the key of an agent's entry in JupyterLab's global awareness
 COLOURS = ("#7e57c2", "#00897b", "#f4511e", "#3949ab", "#c0ca33", "#8d6e63", "#d81b60", "#039be5")
 REFRESH_SEC = 10.0
 
@@ -46,6 +46,25 @@ def agent_user(client_name: str) -> dict[str, Any]:
     }
 
 
+def users(room: Any) -> list[dict[str, Any]]:
+    """The people (and agents) in a room's awareness, without the room's own entry."""
+    people = []
+    for client_id, state in room.awareness.states.items():
+        user = (state or {}).get("user")
+        if not user:
+            continue
+        people.append({
+            "client_id": client_id,
+            "name": user.get("name"),
+            "display_name": user.get("display_name") or user.get("name"),
+            "username": user.get("username"),
+            "initials": user.get("initials"),
+            "color": user.get("color"),
+            "is_agent": bool(user.get("is_agent") or state.get("agent")),
+        })
+    return people
+
+
 @dataclass
 class _Presence:
     room: Any
@@ -55,18 +74,15 @@ class _Presence:
 
 
 class AgentPresence:
-    def __init__(self, idle_after: float = 60.0, busy: Any = None) -> None:
+    def __init__(self, idle_after: float = 60.0, busy: Callable[[str], bool] = lambda room_id: False) -> None:
         self.idle_after = idle_after
-        self.busy = busy or (lambda room_id: False)  # a running execution keeps its agent present
+        self.busy = busy  # a running execution keeps its agent present
         self._entries: dict[tuple[str, str], _Presence] = {}
         self._task: asyncio.Task[None] | None = None
 
-    def seen(self, room_id: str, room: Any, path: str | None = None, global_room: Any = None) -> None:
-        """The current agent used this room: announce it (or keep it announced)."""
-        agent = current_agent.get()
-        if agent is None:
-            return
-        key, client_name = agent
+    def seen(self, agent: Agent, room_id: str, room: Any, path: str, global_room: Any = None) -> None:
+        """``agent`` acts in this room: announce it (or keep it announced)."""
+        key, client_name = agent.key, agent.client
         now = time.monotonic()
         entry = self._entries.get((room_id, key))
         if entry is not None and entry.room is room:
@@ -74,7 +90,7 @@ class AgentPresence:
         else:
             entry = self._entries[(room_id, key)] = self._new(room, client_name)
             self._announce(entry)
-        if global_room is not None and path:
+        if global_room is not None:
             self._seen_globally(key, client_name, path, global_room, now)
 
     def _new(self, room: Any, client_name: str) -> _Presence:
@@ -83,9 +99,9 @@ class AgentPresence:
         return _Presence(room, awareness)
 
     def _seen_globally(self, key: str, client_name: str, path: str, room: Any, now: float) -> None:
-        entry = self._entries.get((GLOBAL_ROOM, key))
+        entry = self._entries.get((GLOBAL, key))
         if entry is None or entry.room is not room:
-            entry = self._entries[(GLOBAL_ROOM, key)] = self._new(room, client_name)
+            entry = self._entries[(GLOBAL, key)] = self._new(room, client_name)
         entry.last_active = now
         changed = path not in entry.documents
         if changed:
@@ -122,7 +138,7 @@ class AgentPresence:
         """Re-announce active agents; withdraw the idle ones."""
         now = time.monotonic()
         for key, entry in list(self._entries.items()):
-            busy = self.busy_somewhere(key[1]) if key[0] == GLOBAL_ROOM else self.busy(key[0])
+            busy = self.busy_somewhere(key[1]) if key[0] == GLOBAL else self.busy(key[0])
             if now - entry.last_active > self.idle_after and not busy:
                 self._announce(entry, withdraw=True)
                 del self._entries[key]
@@ -134,7 +150,7 @@ class AgentPresence:
             del self._entries[key]
 
     def busy_somewhere(self, agent_key: str) -> bool:
-        return any(self.busy(room_id) for room_id, key in self._entries if key == agent_key and room_id != GLOBAL_ROOM)
+        return any(self.busy(room_id) for room_id, key in self._entries if key == agent_key and room_id != GLOBAL)
 
     async def _loop(self) -> None:
         while True:

@@ -58,7 +58,6 @@ class Lifespan:
         await asyncio.gather(self._task, return_exceptions=True)
         await _stop_sse_watchers()
 
-
     async def _run(self) -> None:
         scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
         try:
@@ -91,7 +90,6 @@ class ASGIRequest:
         self.disconnected = asyncio.Event()
         self._body_sent = False
         self._started = False
-        self.response_headers: list[tuple[str, str]] = []
 
     def scope(self) -> Scope:
         request = self.handler.request
@@ -130,11 +128,12 @@ class ASGIRequest:
             self._started = True
             handler.set_status(message["status"])
             handler.clear_header("Content-Type")
+            streaming = False
             for raw_name, raw_value in message.get("headers", []):
                 name, value = raw_name.decode("latin-1"), raw_value.decode("latin-1")
-                self.response_headers.append((name.lower(), value))
                 handler.add_header(name, value)
-            if dict(self.response_headers).get("content-type", "").startswith("text/event-stream"):
+                streaming = streaming or (name.lower() == "content-type" and value.startswith("text/event-stream"))
+            if streaming:
                 await self._flush()  # a stream's client must see its headers before the first event
         elif kind == "http.response.body":
             body = message.get("body", b"")

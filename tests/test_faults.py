@@ -124,8 +124,8 @@ async def test_redis_restart_under_the_task_store(live_factory, tmp_path):
 
     redis = RedisServer(tmp_path).start()
     try:
-        server = live_factory(env={"JUPYTER_MCP_TASK_STORE_CLASS": "jupyter_mcp.tasks.redis_store:RedisTaskStore",
-                                   "JUPYTER_MCP_REDIS_URL": redis.url})
+        server = live_factory(args=["--JupyterMCPApp.task_store_class=jupyter_mcp.tasks.redis_store:RedisTaskStore",
+                                    f"--JupyterMCPApp.task_store_options=url={redis.url}"])
         async with connect(server.mcp_url, server.token) as client:
             tasks = Tasks(client)
             before = await tasks.submit("notebook_list", {})

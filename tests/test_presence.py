@@ -47,7 +47,7 @@ async def test_two_agents_have_their_own_entries_and_colours(live):
 
 
 async def test_agent_is_dropped_after_it_goes_idle_and_kept_while_running(live_factory):
-    server = live_factory(env={"MCP_AGENT_IDLE_SEC": "2"})
+    server = live_factory(args=["--JupyterMCPApp.agent_idle_timeout=2"])
     name = f"presence-{uuid.uuid4().hex[:6]}.ipynb"
     ids = write_notebook(server.root / name, ["import time\ntime.sleep(6)\nprint('done')"])
     async with UIClient(server.url, server.token, name) as ui, \

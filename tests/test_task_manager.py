@@ -9,7 +9,7 @@ from jupyter_mcp.tasks.stores import InMemoryTaskStore
 
 
 async def test_concurrent_retries_with_one_key_make_one_task_and_leave_no_lock_behind():
-    manager = TaskManager(InMemoryTaskStore(), render_partial=lambda partial: {"content": []})
+    manager = TaskManager(InMemoryTaskStore(), default_ttl_ms=1000, max_ttl_ms=1000, poll_interval_ms=1000)
     started = 0
 
     async def work():

@@ -331,7 +331,7 @@ async def test_failed_task_keeps_its_partial_output(live, mode):
         assert final["status"] == "failed" and "kernel died" in final["statusMessage"]
         error = await raises(tasks.result(task["taskId"]))
         assert "kernel died" in error.error.message
-        assert error.error.data["partial"][0]["text"] == "diagnosis\n"
+        assert error.error.data["partial"]["structuredContent"]["outputs"][0]["text"] == "diagnosis\n"
 
 
 # --- Retention -----------------------------------------------------------------------------------
@@ -418,9 +418,8 @@ def test_a_store_that_cannot_be_imported_stops_the_server(tmp_path):
 async def test_redis_store_survives_restart_and_fails_orphans(live_factory, redis_server, mode):
     """With JUPYTER_MCP_TASK_STORE_CLASS=...:RedisTaskStore: a completed task and its result are
     readable after a server restart; a task working when its server died answers failed."""
-    env = {"JUPYTER_MCP_TASK_STORE_CLASS": "jupyter_mcp.tasks.redis_store:RedisTaskStore",
-           "JUPYTER_MCP_REDIS_URL": redis_server.url}
-    server = live_factory(env=env)
+    server = live_factory(env={"JUPYTER_MCP_TASK_STORE_CLASS": "jupyter_mcp.tasks.redis_store:RedisTaskStore"},
+                          args=[f"--JupyterMCPApp.task_store_options=url={redis_server.url}"])
     name, ids = notebook(server, "print('kept in redis')", SLOW.format(s=60))
     async with tasks_on(server, mode) as (_, tasks):
         done = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
@@ -470,10 +469,9 @@ def test_binding_refuses_to_construct_once_the_sdk_claims_the_methods(monkeypatc
     methods, which is the loud way to find out.\""""
     import fastmcp.server.extensions as extensions
 
-    from jupyter_mcp.mcp_server import partial_result
     from jupyter_mcp.tasks import InMemoryTaskStore, TaskManager, TasksExtension
 
-    manager = TaskManager(InMemoryTaskStore(), render_partial=partial_result)
+    manager = TaskManager(InMemoryTaskStore(), default_ttl_ms=1000, max_ttl_ms=1000, poll_interval_ms=1000)
     TasksExtension(manager, lambda request: "me")  # today: fine
     monkeypatch.setattr(extensions, "SPEC_CLIENT_METHODS", extensions.SPEC_CLIENT_METHODS | {"tasks/get"})
     with pytest.raises(ValueError, match="tasks/get"):

@@ -30,7 +30,8 @@ async def test_an_interrupt_that_fails_does_not_stop_the_cancellation(mcp_url, j
             tasks = Tasks(client)
             task = await tasks.submit("cell_execute", {"path": "stuck.ipynb", "index": 0})
             for _ in range(100):
-                if mcp_ext.tasks.runs.get(task["taskId"]) and mcp_ext.tasks.runs[task["taskId"]].partial:
+                run = mcp_ext.tasks.runs.get(task["taskId"])
+                if run is not None and run.partial_result("cancelled") is not None:
                     break
                 await asyncio.sleep(0.1)
             cancelled = await tasks.cancel(task["taskId"])

@@ -1,6 +1,11 @@
-"""MCP tasks: the two hooks a tool uses to make its work cancellable and its
-partial output keepable. Outside a task both answer False and do nothing: a
-synchronous call has its client on the other end of the connection."""
+"""MCP tasks: a tool call that runs in the background, survives its connection, and
+can be cancelled for real.
+
+The package wraps ``tools/call`` from the outside and knows nothing of notebooks. A tool
+that wants its work to be cancellable, and its partial output kept, uses the two hooks
+below; outside a task both answer False and do nothing (a synchronous call has its client
+on the other end of the connection).
+"""
 
 from __future__ import annotations
 
@@ -9,8 +14,11 @@ from contextvars import ContextVar
 from typing import Any
 
 Interrupt = Callable[[], Awaitable[Any] | Any]
+#: The result to keep if the task ends before the tool returns: called with how it ended
+#: ("cancelled" or "failed"), it answers a CallToolResult wire dict, or None (nothing to keep).
+PartialResult = Callable[[str], "dict[str, Any] | None"]
 
-#: The task a tool call is running in, if any (set by the tasks extension).
+#: The task a tool call is running in, if any (set by the task manager).
 current_task: ContextVar[Any | None] = ContextVar("jupyter_mcp_current_task", default=None)
 
 
@@ -19,18 +27,20 @@ async def register_interrupt(interrupt: Interrupt) -> bool:
     task = current_task.get()
     if task is None:
         return False
-    return await task.register_interrupt(interrupt)
+    task.interrupts.append(interrupt)
+    return True
 
 
-async def record_output(outputs: list[Any]) -> bool:
-    """Record the outputs so far (the whole list; it replaces the last one) as partial output."""
+def record_output(partial: PartialResult) -> bool:
+    """Say how to render this call's output so far, should its task end without its answer."""
     task = current_task.get()
     if task is None:
         return False
-    return await task.record_output(outputs)
+    task.partial = partial
+    return True
 
 
-__all__ = ["current_task", "record_output", "register_interrupt"]
+__all__ = ["PartialResult", "current_task", "record_output", "register_interrupt"]
 
 from .binding import EXTENSION_ID, IDEMPOTENCY_KEY, TasksExtension  # noqa: E402
 from .manager import TaskManager  # noqa: E402

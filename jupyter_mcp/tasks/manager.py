@@ -1,8 +1,8 @@
 """Running tool calls as tasks: create, run in the background, cancel, keep the result.
 
 Knows nothing of notebooks or of the MCP wire: it gets a coroutine factory that
-produces the tool's result (as the CallToolResult wire dict) and a function that
-turns recorded partial output into such a result.
+produces the tool's result (as the CallToolResult wire dict); what a tool records with
+the hooks (its interrupts, how to render its partial output) it keeps without looking in.
 """
 
 from __future__ import annotations
@@ -15,14 +15,11 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from . import current_task
+from . import PartialResult, current_task
 from .records import CANCELLED, COMPLETED, FAILED, WORKING, TaskRecord, TaskStore, new_task_id
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TTL_MS = 15 * 60 * 1000
-MAX_TTL_MS = 24 * 60 * 60 * 1000
-DEFAULT_POLL_MS = 1000
 PARTIAL_PERSIST_SEC = 1.0  # how often recorded output is written to a shared store
 CANCEL_GRACE_SEC = 2.0  # after the interrupt, how long the work may take to return its own result
 
@@ -52,33 +49,27 @@ class _Run:
     def __init__(self, record: TaskRecord) -> None:
         self.record = record
         self.work: asyncio.Task[Any] | None = None
-        self.interrupts: list[Callable[[], Any]] = []
-        self.partial: Any = None
+        self.interrupts: list[Callable[[], Any]] = []  # register_interrupt
+        self.partial: PartialResult | None = None  # record_output
+        self.partial_saved: dict[str, Any] | None = None
         self.partial_saved_at = 0.0
         self.cancelling = False
         self.own_result: dict[str, Any] | None = None  # the tool's complete result, if it returned
         self.own_error: str | None = None
         self.done = asyncio.Event()
 
-    async def register_interrupt(self, interrupt: Callable[[], Any]) -> bool:
-        self.interrupts.append(interrupt)
-        return True
-
-    async def record_output(self, outputs: Any) -> bool:
-        self.partial = outputs
-        return True
+    def partial_result(self, ending: str) -> dict[str, Any] | None:
+        """The output so far as a result, for a task that ends ``ending`` without its answer."""
+        return self.partial(ending) if self.partial is not None else None
 
 
 Notify = Callable[[TaskRecord], Awaitable[None]]
-RenderPartial = Callable[[Any], dict[str, Any]]
 
 
 class TaskManager:
-    def __init__(self, store: TaskStore, *, render_partial: RenderPartial,
-                 default_ttl_ms: int = DEFAULT_TTL_MS, max_ttl_ms: int = MAX_TTL_MS,
-                 poll_interval_ms: int = DEFAULT_POLL_MS, server_id: str | None = None) -> None:
+    def __init__(self, store: TaskStore, *, default_ttl_ms: int, max_ttl_ms: int, poll_interval_ms: int,
+                 server_id: str | None = None) -> None:
         self.store = store
-        self.render_partial = render_partial
         self.default_ttl_ms = default_ttl_ms
         self.max_ttl_ms = max_ttl_ms
         self.poll_interval_ms = poll_interval_ms
@@ -163,7 +154,7 @@ class TaskManager:
             if run.own_error is not None:
                 final = await self.store.update(
                     run.record.task_id, expect_status=WORKING, status=FAILED, status_message=run.own_error,
-                    error={"message": run.own_error, "partial": run.partial}, partial=run.partial,
+                    error={"message": run.own_error, "partial": run.partial_result(FAILED)}, partial=None,
                     result=run.own_result)
             else:
                 final = await self.store.update(run.record.task_id, expect_status=WORKING, status=COMPLETED,
@@ -188,9 +179,11 @@ class TaskManager:
                 if not run.cancelling:
                     await self._stop(run)
                 return
-            if run.partial is not None and time.monotonic() - run.partial_saved_at > PARTIAL_PERSIST_SEC:
-                run.partial_saved_at = time.monotonic()
-                await self.store.update(run.record.task_id, expect_status=WORKING, partial=run.partial)
+            if time.monotonic() - run.partial_saved_at > PARTIAL_PERSIST_SEC:
+                partial = run.partial_result(CANCELLED)  # what a cancel made elsewhere will serve
+                if partial is not None and partial != run.partial_saved:
+                    run.partial_saved, run.partial_saved_at = partial, time.monotonic()
+                    await self.store.update(run.record.task_id, expect_status=WORKING, partial=partial)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -233,8 +226,7 @@ class TaskManager:
         run = self.runs.get(record.task_id)
         if run is None:  # running on another server: mark it, that server stops its work
             final = await self.store.update(record.task_id, expect_status=WORKING, status=CANCELLED,
-                                            status_message="cancelled by request",
-                                            result=self.render_partial(record.partial) if record.partial else None)
+                                            status_message="cancelled by request", result=record.partial)
         else:
             final = await self._stop(run)
         if final is None:  # it finished meanwhile: a finished task answers as it is
@@ -260,12 +252,10 @@ class TaskManager:
             run.work.cancel()
             await asyncio.wait([run.work], timeout=10)
         self.runs.pop(run.record.task_id, None)
-        if run.own_result is not None:  # the tool returned while the cancel landed: its result wins
-            result = run.own_result
-        else:
-            result = self.render_partial(run.partial) if run.partial else None
+        # The tool returned while the cancel landed: its own result wins.
+        result = run.own_result if run.own_result is not None else run.partial_result(CANCELLED)
         return await self.store.update(run.record.task_id, expect_status=WORKING, status=CANCELLED,
-                                       status_message="cancelled by request", result=result, partial=run.partial)
+                                       status_message="cancelled by request", result=result, partial=None)
 
     async def start(self) -> None:
         start = getattr(self.store, "start", None)
@@ -280,7 +270,8 @@ class TaskManager:
                 run.work.cancel()
             await self.store.update(run.record.task_id, expect_status=WORKING, status=FAILED,
                                     status_message="server stopped",
-                                    error={"message": "server stopped", "partial": run.partial}, partial=run.partial)
+                                    error={"message": "server stopped", "partial": run.partial_result(FAILED)},
+                                    partial=None)
         self.runs.clear()
         stop = getattr(self.store, "stop", None)
         if stop is not None:

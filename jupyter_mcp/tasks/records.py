@@ -15,11 +15,9 @@ from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
 WORKING = "working"
-INPUT_REQUIRED = "input_required"
 COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
-STATES = (WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED)
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
 
 
@@ -47,7 +45,7 @@ class TaskRecord:
     server_id: str | None = None  # the server process running it
     result: dict[str, Any] | None = None  # the CallToolResult wire form, when there is one
     error: dict[str, Any] | None = None  # {"message", "partial"} of a failed task
-    partial: Any = None  # output recorded so far (record_output)
+    partial: dict[str, Any] | None = None  # a working task's output so far, as a result (shared stores)
 
     def __post_init__(self) -> None:
         if not self.last_updated_at:

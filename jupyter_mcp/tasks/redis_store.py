@@ -1,7 +1,7 @@
 """A task store on Redis: tasks survive a server restart and are shared between servers.
 
-    export JUPYTER_MCP_TASK_STORE_CLASS=jupyter_mcp.tasks.redis_store:RedisTaskStore
-    export JUPYTER_MCP_REDIS_URL=redis://redis:6379/0
+    c.JupyterMCPApp.task_store_class = "jupyter_mcp.tasks.redis_store:RedisTaskStore"
+    c.JupyterMCPApp.task_store_options = {"url": "redis://redis:6379/0"}
 
 A record is one JSON value; a finished one is given the ttl as its Redis expiry, so
 retention costs nothing. Every server holds a short lease while it runs; a task
@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import time
 from typing import Any
 
@@ -25,19 +24,22 @@ log = logging.getLogger(__name__)
 
 LEASE_SEC = 10
 HEARTBEAT_SEC = 3
+DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
 
 class RedisTaskStore:
     shared = True  # other servers read and cancel these records
 
-    def __init__(self, url: str | None = None, prefix: str = "jupyter-mcp:", **options: Any) -> None:
+    def __init__(self, url: str = DEFAULT_URL, prefix: str = "jupyter-mcp:") -> None:
+        """``url``: the Redis server (connection options go in its query string, as redis-py
+        reads them); ``prefix``: of every key this store writes."""
         try:
             import redis.asyncio as aioredis
         except ImportError as exc:  # a clear start-up failure, never a silent fallback
             raise ImportError("RedisTaskStore needs the redis package: pip install 'jupyter-mcp[redis]'") from exc
-        self.url = url or os.environ.get("JUPYTER_MCP_REDIS_URL", "redis://127.0.0.1:6379/0")
+        self.url = url
         self.prefix = prefix
-        self.redis = aioredis.from_url(self.url, decode_responses=True, **options)
+        self.redis = aioredis.from_url(self.url, decode_responses=True)
         self.server_id: str | None = None
         self._heartbeat: asyncio.Task[None] | None = None
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import time
 from typing import Any
 
@@ -14,7 +15,7 @@ class InMemoryTaskStore:
 
     shared = False  # no other server reads these records
 
-    def __init__(self, **_: Any) -> None:
+    def __init__(self) -> None:
         self._records: dict[str, TaskRecord] = {}
         self._keys: dict[str, str] = {}
         self._last_purge = 0.0
@@ -80,7 +81,7 @@ def load_store(spec: str | None, **options: Any) -> TaskStore:
     """The store named by ``module:Class`` (default: in memory). A name that cannot be
     loaded is an error, never a silent fallback to memory."""
     if not spec:
-        return InMemoryTaskStore(**options)
+        return _construct("in memory", InMemoryTaskStore, options)
     module_name, sep, class_name = spec.partition(":")
     if not sep or not module_name or not class_name:
         raise ValueError(f"task store class must be given as module:Class, not {spec!r}")
@@ -91,7 +92,19 @@ def load_store(spec: str | None, **options: Any) -> TaskStore:
     cls = getattr(module, class_name, None)
     if cls is None:
         raise ValueError(f"task store {spec!r}: module {module_name!r} has no {class_name!r}")
-    store = cls(**options)
+    return _checked(spec, _construct(spec, cls, options))
+
+
+def _construct(spec: str, cls: Any, options: dict[str, Any]) -> Any:
+    """The store, or a clear error naming an option its class does not take."""
+    try:
+        inspect.signature(cls).bind(**options)
+    except TypeError as exc:
+        raise ValueError(f"task store {spec!r} does not take the options {sorted(options)}: {exc}") from None
+    return cls(**options)
+
+
+def _checked(spec: str, store: Any) -> TaskStore:
     missing = [m for m in ("create", "get", "list", "update", "find_by_key") if not callable(getattr(store, m, None))]
     if missing:
         raise ValueError(f"task store {spec!r} lacks {', '.join(missing)}")

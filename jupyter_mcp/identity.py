@@ -1,0 +1,74 @@
+"""Who is behind a call: the principal (the Jupyter user) and the agent (that user's MCP client).
+
+The /mcp handler computes the principal once per request and puts it in the ASGI scope as
+the MCP SDK's own ``AuthenticatedUser``: the SDK's session manager then binds every session
+to the principal that opened it (another user's request on it answers exactly as for an
+unknown session), and everything below reads the same name back from the request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from fastmcp.server.dependencies import get_context, get_http_request
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+
+LOCAL = "local"  # no HTTP request behind the call (an in-memory client)
+DEFAULT_CLIENT = "mcp client"
+
+
+def principal_of_handler(handler: Any) -> str:
+    """The principal of an authenticated Jupyter request.
+
+    With Jupyter's shared server token every holder of the token is the same principal
+    (Jupyter would otherwise invent a new anonymous user for every request that carries
+    no cookie); any other identity is the user's own name.
+    """
+    provider = handler.identity_provider
+    server_token = getattr(provider, "token", "")
+    if server_token and handler.token_authenticated and provider.get_token(handler) == server_token:
+        return "token:" + hashlib.sha256(server_token.encode()).hexdigest()[:16]
+    user = handler.current_user
+    return getattr(user, "username", None) or str(user)
+
+
+def scope_user(principal: str) -> AuthenticatedUser:
+    """The principal as the SDK's authenticated user (never the token itself)."""
+    return AuthenticatedUser(AccessToken(token="", client_id=principal, subject=principal, scopes=[]))
+
+
+def principal_of(request: Any) -> str:
+    """The principal the /mcp handler put into this request's scope."""
+    user = (getattr(request, "scope", None) or {}).get("user")
+    return user.username if isinstance(user, AuthenticatedUser) else LOCAL
+
+
+@dataclass(frozen=True)
+class Agent:
+    """One MCP client of one principal: it shows as one collaborator in a notebook."""
+
+    principal: str
+    client: str
+
+    @property
+    def key(self) -> str:
+        return f"{self.principal}:{self.client}"
+
+
+def calling_agent() -> Agent:
+    """The agent making the current tool call (injected into the tools that act)."""
+    client, principal = DEFAULT_CLIENT, LOCAL
+    try:
+        params = get_context().session.client_params
+        if params is not None and params.client_info is not None:
+            client = params.client_info.name or client
+    except Exception:  # 2026-07-28 has no session: no client info either
+        pass
+    try:
+        principal = principal_of(get_http_request())
+    except RuntimeError:  # no HTTP request (an in-memory client)
+        pass
+    return Agent(principal, client)

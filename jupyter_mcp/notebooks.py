@@ -1,0 +1,156 @@
+"""The operations behind the tools, one per tool.
+
+Each resolves its notebook through the rooms layer, says that the agent acts there (its
+presence and the room's activity), and does one thing through the layers below: cells,
+changes, files, kernels and execution. The tools (``tools.py``) are their declarations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastmcp import Context
+from fastmcp.tools.base import ToolResult
+
+from . import cells, changes, execution, files, outputs, presence
+from .activity import Activity
+from .cells import CellType
+from .errors import NotebookError
+from .identity import Agent
+from .kernels import Kernels
+from .paths import canonical_path
+from .presence import AgentPresence
+from .rooms import LiveNotebook, Rooms
+
+
+class Notebooks:
+    def __init__(self, serverapp: Any, root_dir: str, rooms: Rooms, activity: Activity, presence: AgentPresence,
+                 kernels: Kernels) -> None:
+        self.serverapp = serverapp
+        self.root_dir = root_dir
+        self.rooms = rooms
+        self.activity = activity
+        self.presence = presence
+        self.kernels = kernels
+
+    async def open(self, path: str, agent: Agent) -> LiveNotebook:
+        """The notebook's live room, with the agent announced in it."""
+        nb = await self.rooms.open(path)
+        self.activity.touch(nb.room_id)
+        self.presence.seen(agent, nb.room_id, nb.room, nb.path, self.rooms.global_awareness())
+        return nb
+
+    async def edited(self, nb: LiveNotebook) -> None:
+        """After an edit: let the room broadcast the update to the people watching before
+        the answer to the agent is put together."""
+        self.activity.touch(nb.room_id)
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    # -- files -------------------------------------------------------------------------
+
+    def list(self, folder: str) -> dict[str, Any]:
+        return {"notebooks": files.list_notebooks(self.root_dir, canonical_path(self.root_dir, folder, notebook=False))}
+
+    async def create(self, path: str, kernel_name: str | None, new_cells: list[dict[str, Any]] | None) -> dict[str, Any]:
+        return await files.create_notebook(self.serverapp, canonical_path(self.root_dir, path), kernel_name, new_cells)
+
+    # -- reading -----------------------------------------------------------------------
+
+    async def get(self, path: str, agent: Agent, include_outputs: bool, max_output_chars: int) -> dict[str, Any]:
+        nb = await self.open(path, agent)
+        views = [_agent_cell(cells.cell_view(cell, i), include_outputs, max_output_chars)
+                 for i, cell in enumerate(cells.snapshot(nb.doc))]
+        return {"path": nb.path, "room_id": nb.room_id, "cell_count": len(views), "metadata": nb.metadata(),
+                "cells": views}
+
+    async def cell(self, path: str, agent: Agent, cell_id: str | None, index: int | None,
+                   max_output_chars: int) -> dict[str, Any]:
+        nb = await self.open(path, agent)
+        i = cells.locate(nb.doc, cell_id, index)
+        return _agent_cell(cells.cell_view(nb.doc.ycells[i], i), True, max_output_chars)
+
+    async def watch(self, path: str, agent: Agent, timeout: float) -> dict[str, Any]:
+        nb = await self.open(path, agent)
+        with self.activity.running(nb.room_id):
+            return await changes.watch(nb, timeout)
+
+    def users(self, path: str) -> dict[str, Any]:
+        """Who is in the notebook's room; never opens one."""
+        nb = self.rooms.find(path)
+        return {"path": self.rooms.canonical(path), "room_open": nb is not None,
+                "users": presence.users(nb.room) if nb is not None else []}
+
+    async def room_list(self) -> dict[str, Any]:
+        sessions = await self.serverapp.session_manager.list_sessions()
+        with_kernel = {s.get("path") for s in sessions if s.get("kernel")}
+        described = []
+        for room_id, room in self.rooms.document_rooms():
+            path = self.rooms.path_of(room_id)
+            people = presence.users(room)
+            described.append({
+                "room_id": room_id,
+                "path": path,
+                "file_id": room_id.split(":", 2)[2],
+                "users": [u["display_name"] for u in people],
+                "user_count": len(people),
+                "clients": len(room.clients),
+                "has_kernel": path in with_kernel,
+                "idle_seconds": self.activity.idle_seconds(room_id),
+            })
+        return {"rooms": described}
+
+    # -- editing -----------------------------------------------------------------------
+
+    async def update(self, path: str, agent: Agent, source: str, cell_id: str | None, index: int | None,
+                     cell_type: CellType | None) -> dict[str, Any]:
+        nb = await self.open(path, agent)
+        i = cells.locate(nb.doc, cell_id, index)
+        cells.update(nb.doc, i, source, cell_type)
+        await self.edited(nb)
+        return cells.brief(nb.doc.ycells[i], i)
+
+    async def insert(self, path: str, agent: Agent, source: str, cell_type: CellType, index: int | None,
+                     after_cell_id: str | None) -> dict[str, Any]:
+        if after_cell_id is not None and index is not None:
+            raise NotebookError("give index or after_cell_id, not both")
+        nb = await self.open(path, agent)
+        if after_cell_id is not None:
+            position = cells.locate(nb.doc, after_cell_id) + 1
+        else:
+            position = len(nb.doc.ycells) if index is None else index
+        new_id = cells.insert(nb.doc, position, cell_type, source)
+        await self.edited(nb)
+        return {"id": new_id, "index": position, "cell_count": len(nb.doc.ycells)}
+
+    async def delete(self, path: str, agent: Agent, cell_id: str | None, index: int | None) -> dict[str, Any]:
+        nb = await self.open(path, agent)
+        gone = cells.delete(nb.doc, cells.locate(nb.doc, cell_id, index))
+        await self.edited(nb)
+        return {"deleted": gone, "cell_count": len(nb.doc.ycells)}
+
+    # -- running -----------------------------------------------------------------------
+
+    async def run_cell(self, path: str, agent: Agent, cell_id: str | None, index: int | None, timeout: float,
+                       stream: bool, ctx: Context | None, max_output_chars: int) -> ToolResult:
+        nb = await self.open(path, agent)
+        return await execution.run_cell(self.rooms, self.activity, self.kernels, nb, cell_id, index, timeout,
+                                        execution.ClientStream(ctx) if stream else None, max_output_chars)
+
+    async def run_code(self, path: str, agent: Agent, code: str, timeout: float, stream: bool, ctx: Context | None,
+                       max_output_chars: int) -> ToolResult:
+        nb = await self.open(path, agent)
+        return await execution.run_code(self.kernels, nb, code, timeout,
+                                        execution.ClientStream(ctx) if stream else None, max_output_chars)
+
+
+def _agent_cell(view: dict[str, Any], include_outputs: bool, max_chars: int) -> dict[str, Any]:
+    """A cell view as an agent reads it: outputs summarised, or left out."""
+    if "outputs" in view:
+        if include_outputs:
+            view["outputs"] = outputs.summarize(view["outputs"], max_chars)
+        else:
+            del view["outputs"]
+    return view
+

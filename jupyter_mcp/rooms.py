@@ -1,0 +1,221 @@
+"""Rooms: the ONE live collaborative document of each notebook.
+
+Every path-taking tool resolves its notebook here: canonical path → file id → room id
+(jupyter-server-ydoc's own codec) → the room the UI (or an earlier call) made, or a new
+one made by jupyter-server-ydoc itself, under the same per-room lock its websocket handler
+takes. So MCP and the people in JupyterLab always share one document.
+
+This is the one module that knows jupyter-server-ydoc's (and jupyter-ydoc's) internals:
+the room table, a room's document, its save, its delayed cleanup, the room locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from jupyter_server_ydoc.utils import decode_file_path, encode_file_path, room_id_from_encoded_path
+
+from .errors import NotebookError
+from .paths import canonical_path, to_os_path
+
+OPEN_TIMEOUT_SEC = 60.0  # a room that is not up by then is broken (its store failed, say)
+GLOBAL_AWARENESS_ROOM = "JupyterLab:globalAwareness"  # what JupyterLab's Collaborators panel shows
+
+
+def room_id_of(file_id: str) -> str:
+    return room_id_from_encoded_path(encode_file_path("json", "notebook", file_id))
+
+
+def file_id_of(room_id: str) -> str:
+    return decode_file_path(room_id)[2]
+
+
+@dataclass
+class LiveNotebook:
+    """One notebook's room, as resolved for one tool call. Do not keep it across awaits
+    that may outlive the room: resolve it again (``Rooms.current``) and find cells by id."""
+
+    path: str
+    room_id: str
+    room: Any
+
+    @property
+    def doc(self) -> Any:
+        """The live YNotebook: edits here are what every connected client sees."""
+        return self.room._document
+
+    @property
+    def ymeta(self) -> Any:
+        """The notebook-level Map (nbformat version and metadata) of the live document."""
+        return self.doc._ymeta
+
+    def metadata(self) -> dict[str, Any]:
+        return (self.ymeta.to_py() or {}).get("metadata") or {}
+
+    def kernelspec_name(self) -> str | None:
+        """The kernelspec the notebook's metadata names, if any."""
+        return (self.metadata().get("kernelspec") or {}).get("name")
+
+
+class Rooms:
+    """Resolves notebooks to their rooms, and saves and closes rooms for the sweeper."""
+
+    def __init__(self, serverapp: Any, root_dir: str) -> None:
+        self.serverapp = serverapp
+        self.root_dir = root_dir
+        self._resolved: dict[str, str] = {}  # canonical path -> room id, as last resolved
+
+    @property
+    def ydoc(self) -> Any:
+        """jupyter-server-ydoc's extension app (looked up late: extensions load alphabetically)."""
+        ext = self.serverapp.web_app.settings.get("jupyter_server_ydoc")
+        if ext is None:
+            raise RuntimeError("jupyter-server-ydoc is not enabled on this server; live notebooks need it")
+        return ext
+
+    @property
+    def file_ids(self) -> Any:
+        return self.serverapp.web_app.settings["file_id_manager"]
+
+    @property
+    def _table(self) -> dict[str, Any]:
+        return self.ydoc.ywebsocket_server.rooms
+
+    async def start(self) -> None:
+        """Start the ydoc websocket server now, as its handler does on the first UI connection.
+
+        MCP creates rooms without a websocket, and a server that never started makes
+        jupyter-server-ydoc's own shutdown raise "WebsocketServer not running".
+        """
+        server = self.ydoc.ywebsocket_server
+        if not server.started.is_set():
+            asyncio.create_task(server.start())
+            await server.started.wait()
+
+    # -- the resolve point ---------------------------------------------------
+
+    def canonical(self, path: object) -> str:
+        return canonical_path(self.root_dir, path)
+
+    def _existing_notebook(self, path: object) -> str:
+        canonical = self.canonical(path)
+        full = to_os_path(self.root_dir, canonical)
+        if os.path.isdir(full):
+            raise NotebookError(f"{canonical!r} is a folder, not a notebook")
+        if not os.path.isfile(full):
+            raise NotebookError(f"no notebook at {canonical!r} (notebook_list shows what exists; "
+                                "notebook_create makes a new one)")
+        return canonical
+
+    async def open(self, path: object) -> LiveNotebook:
+        """The live notebook at ``path``, attaching to its room or creating it."""
+        canonical = self._existing_notebook(path)
+        room_id = self._resolved.get(canonical)
+        if room_id is not None:  # the room this path resolved to last time, if it is still that file's
+            room = self._table.get(room_id)
+            if room is not None and room.ready and getattr(room._document, "path", None) == canonical:
+                return self._in_use(LiveNotebook(canonical, room_id, room))
+        room_id = room_id_of(self.file_ids.index(canonical))
+        existing = self._table.get(room_id)
+        try:
+            await asyncio.wait_for(self.ydoc.get_document(room_id=room_id, copy=False, create=True), OPEN_TIMEOUT_SEC)
+        except Exception as exc:
+            # jupyter-server-ydoc leaves a room that failed to load (a corrupt file, a
+            # store it cannot open) in its table, empty: the next call would get that
+            # empty document and its first save would overwrite the file. Take it out.
+            self._drop_if_broken(room_id, existing)
+            if isinstance(exc, asyncio.TimeoutError):
+                reason = f"its collaborative room did not start in {OPEN_TIMEOUT_SEC:g}s (see the server log)"
+            else:
+                reason = getattr(exc, "log_message", None) or str(exc) or type(exc).__name__
+            raise NotebookError(f"could not open {canonical!r} as a notebook: {reason}") from None
+        room = self._table.get(room_id)
+        if room is None:  # deleted between the lock and here: take the next one
+            return await self.open(canonical)
+        if not room.ready:
+            self._drop_if_broken(room_id, None)
+            raise NotebookError(f"could not open {canonical!r} as a notebook: its collaborative room failed "
+                                "to load (see the server log)")
+        if getattr(room, "_document_load_progressively", False):
+            await room._document_progressively_loaded
+        self._resolved[canonical] = room_id
+        return self._in_use(LiveNotebook(canonical, room_id, room))
+
+    def _in_use(self, nb: LiveNotebook) -> LiveNotebook:
+        """MCP uses this room now: ydoc's own delayed cleanup (armed when the last UI client
+        left) no longer applies to it; the sweeper decides when it closes."""
+        cleaner = getattr(nb.room, "cleaner", None)
+        if cleaner is not None and not cleaner.done():
+            cleaner.cancel()
+        return nb
+
+    def _drop_if_broken(self, room_id: str, keep: Any) -> None:
+        room = self._table.get(room_id)
+        if room is not None and room is not keep and not room.ready and not room.clients:
+            self._table.pop(room_id, None)
+
+    def find(self, path: object) -> LiveNotebook | None:
+        """The notebook's room if one is open; never creates a room or a file id."""
+        canonical = self.canonical(path)
+        file_id = self.file_ids.get_id(canonical)
+        if not file_id:
+            return None
+        room_id = room_id_of(file_id)
+        room = self._table.get(room_id)
+        return LiveNotebook(canonical, room_id, room) if room is not None else None
+
+    def is_current(self, nb: LiveNotebook) -> bool:
+        """Whether ``nb``'s room is still the notebook's room (not closed and re-created)."""
+        return self._table.get(nb.room_id) is nb.room
+
+    async def current(self, nb: LiveNotebook) -> LiveNotebook:
+        """``nb`` itself while its room lives; else the notebook's room now (re-created)."""
+        if self.is_current(nb):
+            return self._in_use(nb)
+        return await self.open(nb.path)
+
+    # -- what is open ----------------------------------------------------------
+
+    def document_rooms(self) -> Iterator[tuple[str, Any]]:
+        for room_id, room in list(self._table.items()):
+            if room_id.count(":") >= 2 and hasattr(room, "_document"):
+                yield room_id, room
+
+    def path_of(self, room_id: str) -> str | None:
+        return self.file_ids.get_path(file_id_of(room_id))
+
+    def global_awareness(self) -> Any | None:
+        """The room whose awareness JupyterLab's Collaborators panel shows, if it is open."""
+        return self._table.get(GLOBAL_AWARENESS_ROOM)
+
+    # -- saving and closing ----------------------------------------------------
+
+    @asynccontextmanager
+    async def locked(self, room_id: str) -> AsyncIterator[Any | None]:
+        """Hold the room's lock (the one the websocket handler takes); yields the room."""
+        async with self.ydoc._room_locks[room_id]:
+            yield self._table.get(room_id)
+
+    async def save(self, room: Any) -> bool:
+        """Write the room's document to disk now and wait for it (what Ctrl+S does)."""
+        task = room._save_to_disc()
+        if task is None:  # an out-of-band reload holds the room's update lock
+            return False
+        await task
+        return True
+
+    async def close(self, room_id: str, room: Any) -> None:
+        """Delete the room as jupyter-server-ydoc's handler does when its last client left."""
+        if room.cleaner is not None and not room.cleaner.done():
+            room.cleaner.cancel()
+        await self.ydoc.ywebsocket_server.delete_room(room=room)
+        file_id = file_id_of(room_id)
+        loaders = self.ydoc.file_loaders
+        if file_id in loaders and loaders[file_id].number_of_subscriptions == 0:
+            await loaders.remove(file_id)
+        self._resolved = {path: rid for path, rid in self._resolved.items() if rid != room_id}

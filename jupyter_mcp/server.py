@@ -1,0 +1,39 @@
+"""The FastMCP server: the tools, the tasks extension, and the operations the tools call."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastmcp import FastMCP
+
+from . import __version__
+from .identity import principal_of
+from .notebooks import Notebooks
+from .tasks import TaskManager, TasksExtension
+from .tools import TOOLS
+
+INSTRUCTIONS = """\
+Tools for the live Jupyter notebooks of this server. Every notebook and cell tool
+works on the same collaborative document the people in JupyterLab are editing:
+your edits appear in their browsers as you make them, and theirs in your reads.
+Paths are relative to the workspace root ("analysis/report.ipynb"). Name cells by
+their id (from notebook_get) rather than by index: indexes shift when anyone
+inserts or deletes a cell, ids never change.
+"""
+
+
+def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager) -> FastMCP:
+    """The MCP server: every tool, injected with ``notebooks`` while the server runs, and
+    every tool callable as a task of ``tasks``. (``notebooks`` may be None to only list tools.)"""
+
+    @asynccontextmanager
+    async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
+        yield {"notebooks": notebooks}
+
+    mcp = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, mask_error_details=False, lifespan=lifespan)
+    for fn, options in TOOLS:
+        mcp.tool(fn, **options)
+    TasksExtension(tasks, principal_of).install(mcp)
+    return mcp

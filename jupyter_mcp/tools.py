@@ -1,0 +1,274 @@
+"""The tools, as declarations: a typed signature, the description an agent reads, one call.
+
+Each tool's docstring says what it does, what it returns and what its errors mean; its
+parameters are the input schema and its return type (``views``) the output schema. The
+collaborators arrive injected: the operations (``Notebooks``) and the agent making the call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastmcp import Context
+from fastmcp.dependencies import Depends
+from fastmcp.server.dependencies import get_context
+from fastmcp.tools.base import ToolResult
+from fastmcp.utilities.json_schema import compress_schema
+from pydantic import Field, TypeAdapter
+
+from . import outputs, views
+from .cells import CellType
+from .identity import Agent, calling_agent
+from .notebooks import Notebooks
+
+READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
+EDIT = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
+DELETE = {**EDIT, "destructiveHint": True}
+RUN = {**EDIT, "openWorldHint": True}
+
+#: Every tool: (function, keyword arguments for FastMCP.tool), in the order they are listed.
+TOOLS: list[tuple[Callable[..., Any], dict[str, Any]]] = []
+
+
+def tool(annotations: dict[str, Any], output: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a tool; ``output`` gives the schema of a tool that answers a ToolResult."""
+    options: dict[str, Any] = {"annotations": annotations}
+    if output is not None:
+        options["output_schema"] = compress_schema(TypeAdapter(output).json_schema(mode="serialization"),
+                                                   prune_titles=True)
+
+    def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
+        TOOLS.append((fn, options))
+        return fn
+
+    return declare
+
+
+def _notebooks() -> Notebooks:
+    return get_context().lifespan_context["notebooks"]
+
+
+NOTEBOOKS: Notebooks = Depends(_notebooks)
+AGENT: Agent = Depends(calling_agent)
+
+Path = Annotated[str, Field(description="Notebook path in the workspace, e.g. 'analysis/report.ipynb'.")]
+CellId = Annotated[str | None, Field(description="The cell's id (stable; preferred). Give this or index.")]
+Index = Annotated[int | None, Field(description="The cell's 0-based position, if no cell_id is given.")]
+MaxChars = Annotated[int, Field(description="Longest text shown per output; longer ones are cut with a note.", ge=0)]
+Timeout = Annotated[float, Field(description="Seconds before the kernel is interrupted.", gt=0, le=86400)]
+Stream = Annotated[bool, Field(description="Also send each output to you as it arrives (progress "
+                                           "notifications if you gave a progress token, log messages otherwise).")]
+
+
+@tool(READ_ONLY)
+async def notebook_list(
+    folder: Annotated[str, Field(description="Workspace sub-folder to list; empty for the whole workspace.")] = "",
+    nbs: Notebooks = NOTEBOOKS,
+) -> views.NotebookList:
+    """List every notebook (.ipynb) in the workspace, or under one sub-folder.
+
+    Hidden folders and .ipynb_checkpoints are skipped. Returns
+    {"notebooks": [{"path", "size", "last_modified"}, ...]} sorted by path; each
+    path can be passed to any other tool as is. Reads the files on disk.
+    """
+    return nbs.list(folder)
+
+
+@tool(EDIT)
+async def notebook_create(
+    path: Path,
+    kernel_name: Annotated[
+        str | None, Field(description="Kernelspec name (e.g. 'python3'); default: the server's default kernel.")
+    ] = None,
+    cells: Annotated[
+        list[views.NewCell] | None,
+        Field(description="Initial cells, e.g. [{'cell_type': 'markdown', 'source': '# Title'}, "
+                          "{'cell_type': 'code', 'source': 'import pandas'}]."),
+    ] = None,
+    nbs: Notebooks = NOTEBOOKS,
+) -> views.CreatedNotebook:
+    """Create a new notebook (nbformat 4.5) at `path` on disk.
+
+    Without `cells` it has one empty code cell (a notebook always shows at least
+    one); with `cells` it has exactly those. The folder must exist, and an
+    existing file is never overwritten: creating a path that exists is an error.
+    Returns {"path", "kernel_name", "cell_ids"}.
+    """
+    return await nbs.create(path, kernel_name, cells)
+
+
+@tool(READ_ONLY)
+async def notebook_get(
+    path: Path,
+    include_outputs: Annotated[bool, Field(description="Include each code cell's outputs.")] = True,
+    max_output_chars: MaxChars = 2000,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> views.Notebook:
+    """Read a notebook from its live collaborative document (what JupyterLab shows now,
+    including unsaved edits by people and agents).
+
+    Returns {"path", "room_id", "cell_count", "metadata", "cells": [{"id", "index",
+    "cell_type", "source", "execution_count", "outputs", "metadata"}]}. Outputs are
+    summarised for reading (text, error name/value/traceback, mime types of rich
+    data) and long texts are cut; the document itself is never changed.
+    """
+    return await nbs.get(path, agent, include_outputs, max_output_chars)
+
+
+@tool(READ_ONLY)
+async def notebook_watch(
+    path: Path,
+    timeout: Annotated[float, Field(description="Seconds to wait for a change (max 300).", gt=0, le=300)] = 30,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> views.Watched:
+    """Wait until the notebook's live document changes, then say what changed.
+
+    Returns on the FIRST change made after the call started (by a person in
+    JupyterLab, another agent, or a running cell), or when `timeout` passes.
+    Returns {"changed": bool, "changes": [{"kind", "cell_id", "cell_index", ...}],
+    "waited_seconds"}; kinds are "source", "outputs", "execution_count",
+    "cell_type", "metadata", "cells_inserted", "cells_deleted",
+    "notebook_metadata". Pair with notebook_get to read the new state.
+    """
+    return await nbs.watch(path, agent, timeout)
+
+
+@tool(READ_ONLY)
+async def notebook_list_users(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.Users:
+    """List who is connected to a notebook right now (its collaborative awareness).
+
+    Returns {"path", "room_open", "users": [{"name", "display_name", "username",
+    "initials", "color", "is_agent"}]}. If nobody has the notebook open there is
+    no room, and "users" is [] (this call never opens one).
+    """
+    return nbs.users(path)
+
+
+@tool(READ_ONLY)
+async def cell_get(
+    path: Path, cell_id: CellId = None, index: Index = None, max_output_chars: MaxChars = 20000,
+    nbs: Notebooks = NOTEBOOKS, agent: Agent = AGENT,
+) -> views.Cell:
+    """Read one cell from the live document.
+
+    Returns {"id", "index", "cell_type", "source", "execution_count", "outputs",
+    "metadata"}, outputs summarised for reading as in notebook_get. An unknown
+    cell_id or an out-of-range index is an error.
+    """
+    return await nbs.cell(path, agent, cell_id, index, max_output_chars)
+
+
+@tool(EDIT)
+async def cell_update(
+    path: Path,
+    source: Annotated[str, Field(description="The cell's complete new source.")],
+    cell_id: CellId = None,
+    index: Index = None,
+    cell_type: Annotated[CellType | None, Field(description="Also change the type.")] = None,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> views.CellBrief:
+    """Replace one cell's source in the live document, in place.
+
+    The cell keeps its id and position; people watching see the text change
+    where they are. Outputs are left as they are (run it with cell_execute).
+    Returns {"id", "index", "cell_type", "source"}. Unknown cell_id, bad index or
+    bad cell_type: an error, and nothing is changed.
+    """
+    return await nbs.update(path, agent, source, cell_id, index, cell_type)
+
+
+@tool(EDIT)
+async def cell_insert(
+    path: Path,
+    source: Annotated[str, Field(description="The new cell's source.")] = "",
+    cell_type: Annotated[CellType, Field(description="The new cell's type.")] = "code",
+    index: Annotated[int | None, Field(description="Position of the new cell (0 = first); default: the end.")] = None,
+    after_cell_id: Annotated[
+        str | None, Field(description="Insert right after this cell instead of at an index.")
+    ] = None,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> views.InsertedCell:
+    """Insert one new cell into the live document.
+
+    Put it at `index`, right after `after_cell_id`, or (neither given) at the end.
+    Returns {"id", "index", "cell_count"}: keep the id to address the cell later.
+    """
+    return await nbs.insert(path, agent, source, cell_type, index, after_cell_id)
+
+
+@tool(DELETE)
+async def cell_delete(
+    path: Path, cell_id: CellId = None, index: Index = None, nbs: Notebooks = NOTEBOOKS, agent: Agent = AGENT,
+) -> views.DeletedCell:
+    """Delete one cell from the live document.
+
+    Returns {"deleted": {"id", "index", "cell_type", "source"}, "cell_count"}.
+    People see it disappear; JupyterLab's undo can bring it back.
+    """
+    return await nbs.delete(path, agent, cell_id, index)
+
+
+@tool(RUN, output=views.Execution)
+async def cell_execute(
+    path: Path,
+    cell_id: CellId = None,
+    index: Index = None,
+    timeout: Timeout = 300,
+    stream: Stream = False,
+    max_output_chars: MaxChars = outputs.DEFAULT_MAX_CHARS,
+    ctx: Context | None = None,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> ToolResult:
+    """Run one code cell in the notebook's kernel, live, and return its outputs.
+
+    Runs the cell's current source in the kernel of the notebook's Jupyter
+    session (the one a person's JupyterLab tab uses; started if there is none).
+    While it runs the cell shows [*] and every output appears in the document as
+    it arrives; at the end the execution count and outputs are in the notebook
+    and are saved with it. Returns text (ANSI stripped), errors (name, value,
+    traceback) and images (PNG/JPEG) as content, plus structured {"status":
+    "ok"|"error"|"timeout"|"interrupted"|"aborted", "execution_count", "outputs"}
+    ("aborted": the kernel refused to run it because the execution just before
+    it failed). On timeout the kernel is interrupted and the outputs so far are
+    returned. input() is not supported (it fails at once). For long runs, call
+    as a task.
+    """
+    return await nbs.run_cell(path, agent, cell_id, index, timeout, stream, ctx, max_output_chars)
+
+
+@tool(RUN, output=views.Execution)
+async def code_execute(
+    path: Path,
+    code: Annotated[str, Field(description="Code to run in the notebook's kernel.")],
+    timeout: Timeout = 300,
+    stream: Stream = False,
+    max_output_chars: MaxChars = outputs.DEFAULT_MAX_CHARS,
+    ctx: Context | None = None,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> ToolResult:
+    """Run code in the notebook's kernel without touching any cell.
+
+    For scratch work: inspect a variable, check a shape, pip install. The code
+    shares the notebook's variables (same kernel as its cells and as the
+    person's JupyterLab tab) but nothing is written into the notebook. Same
+    answer shape as cell_execute.
+    """
+    return await nbs.run_code(path, agent, code, timeout, stream, ctx, max_output_chars)
+
+
+@tool(READ_ONLY)
+async def room_list(nbs: Notebooks = NOTEBOOKS) -> views.Rooms:
+    """List every open collaborative document room (diagnostic, read-only).
+
+    Returns {"rooms": [{"room_id", "path", "file_id", "users", "user_count",
+    "clients", "has_kernel", "idle_seconds"}]}. One notebook never has two rooms;
+    idle_seconds is the time since MCP last used the room (null if it never did).
+    """
+    return await nbs.room_list()

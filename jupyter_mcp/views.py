@@ -1,0 +1,141 @@
+"""What every tool answers, as types: fastmcp publishes each as the tool's output schema,
+so an agent knows the shape before it calls (and SDK clients check answers against it)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
+
+from .cells import CellType
+
+#: How a run ended, as the agent sees it: the kernel's answer ("aborted": the kernel refused the
+#: request because an earlier one failed just before), or "cancelled" in a task's partial result.
+ExecutionStatus = Literal["ok", "error", "timeout", "interrupted", "aborted", "cancelled"]
+
+
+class NotebookFile(TypedDict):
+    path: str
+    size: int
+    last_modified: str  # ISO 8601, UTC
+
+
+class NotebookList(TypedDict):
+    notebooks: list[NotebookFile]
+
+
+class NewCell(TypedDict):
+    cell_type: NotRequired[CellType]
+    source: NotRequired[str]
+
+
+class CreatedNotebook(TypedDict):
+    path: str
+    kernel_name: str
+    cell_ids: list[str]
+
+
+class Output(TypedDict):
+    """One output as an agent reads it: its text form, and the mime types it carries."""
+
+    output_type: str
+    name: NotRequired[str]  # streams: stdout or stderr
+    ename: NotRequired[str | None]  # errors
+    evalue: NotRequired[str | None]
+    mime_types: NotRequired[list[str]]
+    text: str
+
+
+class Cell(TypedDict):
+    id: str | None
+    index: int
+    cell_type: CellType
+    source: str
+    execution_count: NotRequired[int | None]  # code cells
+    outputs: NotRequired[list[Output]]  # code cells, unless left out
+    metadata: dict[str, Any]
+
+
+class Notebook(TypedDict):
+    path: str
+    room_id: str
+    cell_count: int
+    metadata: dict[str, Any]
+    cells: list[Cell]
+
+
+class Change(TypedDict):
+    """``kind``: the cell field that changed ("source", "outputs", "execution_count", "cell_type",
+    "metadata", ...), or "cells_inserted", "cells_deleted", "notebook_metadata"."""
+
+    kind: str
+    cell_id: NotRequired[str | None]
+    cell_index: NotRequired[int]
+    cell_ids: NotRequired[list[str | None]]  # cells_inserted
+    count: NotRequired[int]  # cells_deleted
+
+
+class Watched(TypedDict):
+    path: str
+    changed: bool
+    changes: list[Change]
+    waited_seconds: float
+
+
+class User(TypedDict):
+    client_id: int
+    name: str | None
+    display_name: str | None
+    username: str | None
+    initials: str | None
+    color: str | None
+    is_agent: bool
+
+
+class Users(TypedDict):
+    path: str
+    room_open: bool
+    users: list[User]
+
+
+class CellBrief(TypedDict):
+    id: str | None
+    index: int
+    cell_type: CellType
+    source: str
+
+
+class InsertedCell(TypedDict):
+    id: str
+    index: int
+    cell_count: int
+
+
+class DeletedCell(TypedDict):
+    deleted: CellBrief
+    cell_count: int
+
+
+class Execution(TypedDict):
+    path: NotRequired[str]  # absent only in a task's partial result
+    cell_id: NotRequired[str]  # cell_execute
+    status: ExecutionStatus
+    execution_count: NotRequired[int | None]
+    outputs: list[Output]
+    message: NotRequired[str]  # why it stopped (timeout, interrupt, abort)
+    partial: NotRequired[bool]  # a task's output so far, not the run's answer
+
+
+class Room(TypedDict):
+    room_id: str
+    path: str | None
+    file_id: str
+    users: list[str | None]
+    user_count: int
+    clients: int
+    has_kernel: bool
+    idle_seconds: float | None
+
+
+class Rooms(TypedDict):
+    rooms: list[Room]
