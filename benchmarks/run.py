@@ -1,7 +1,7 @@
 """Run every benchmark scenario against a fresh real `jupyter lab`; print medians, p90s and ratios.
 
-    bash tasks/bench            # all scenarios
-    bash tasks/bench exec_trivial ping
+    bash scripts/bench          # all scenarios
+    bash scripts/bench exec_trivial ping
 """
 
 from __future__ import annotations

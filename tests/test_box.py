@@ -41,7 +41,7 @@ class LocalBox:
 
     def build(self) -> None:
         env = {**os.environ, "JUPYTER_TOKEN": self.token}
-        subprocess.run(["bash", str(ROOT / "tasks" / "box-local.sh"), str(self.base), str(self.port)],
+        subprocess.run(["bash", str(ROOT / "scripts" / "box-local.sh"), str(self.base), str(self.port)],
                        check=True, env=env, timeout=1200)
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
@@ -94,7 +94,7 @@ def test_the_box_was_made_by_the_candys_own_steps(local_box):
     assert json.loads(dropin.read_text())["ServerApp"]["jpserver_extensions"]["jupyter_mcp"] is True
     out = subprocess.run([str(local_box.python), "-m", "pip", "show", "jupyter-mcp"], capture_output=True, text=True)
     assert "Location:" in out.stdout and str(env) in out.stdout  # a real install, not this checkout
-    again = subprocess.run(["bash", str(ROOT / "tasks" / "enable-extension.sh"), str(local_box.python)])
+    again = subprocess.run(["bash", str(ROOT / "scripts" / "enable-extension.sh"), str(local_box.python)])
     assert again.returncode == 0  # idempotent
 
 
@@ -109,7 +109,7 @@ def test_a_failing_check_fails_the_run(local_box, tmp_path):
 
 def test_checks_run_by_hand_against_a_box_url(local_box):
     """The documented command, with only a URL and a token: shell steps are skipped, said so."""
-    done = subprocess.run(["bash", str(ROOT / "tasks" / "check"), local_box.url, "--token", local_box.token],
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "check"), local_box.url, "--token", local_box.token],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "# SKIP needs the box's shell" in done.stdout

@@ -25,7 +25,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 AGENT = "browser-test-agent"
 
 pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="Chromium is not installed (tasks/test installs Debian's chromium)")
+                                reason="Chromium is not installed (scripts/test installs Debian's chromium)")
 
 
 @pytest.fixture(scope="module")

@@ -68,15 +68,15 @@ def test_the_candy_checks_what_the_issue_lists():
     tools = {m["contains"] for m in listed["stdout"]}
     assert len(tools) == 11
     runs = [s["command"] for s in plan if "run" in s]
-    assert [r.split()[1] for r in runs] == ["/ctx/tasks/install-runtime.sh", "/ctx/tasks/install-extension.sh",
-                                           "/ctx/tasks/enable-extension.sh"]
+    assert [r.split()[1] for r in runs] == ["/ctx/scripts/install-runtime.sh", "/ctx/scripts/install-extension.sh",
+                                           "/ctx/scripts/enable-extension.sh"]
     for run in runs:  # every run step is one of the install scripts: one source for all boxes
         assert (ROOT / run.split()[1].removeprefix("/ctx/")).exists()
 
 
 def test_runtime_requirements_match_pyproject():
     deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    wanted = [ln.strip() for ln in (ROOT / "tasks" / "runtime-requirements.txt").read_text().splitlines()
+    wanted = [ln.strip() for ln in (ROOT / "scripts" / "runtime-requirements.txt").read_text().splitlines()
               if ln.strip() and not ln.startswith("#")]
     for requirement in wanted:
         assert requirement in deps

@@ -24,7 +24,7 @@ IMAGE = "localhost/jupyter-box:test"
 def engine_problem(env) -> str | None:
     for tool in ("podman", "runc", "debootstrap"):
         if shutil.which(tool) is None:
-            return f"{tool} is not installed (tasks/test installs podman, runc and debootstrap as root)"
+            return f"{tool} is not installed (scripts/test installs podman, runc and debootstrap as root)"
     info = subprocess.run(["podman", "info"], capture_output=True, text=True, env=env)
     if info.returncode != 0:
         return f"podman cannot run here: {info.stderr.strip()[-300:]}"
@@ -42,7 +42,7 @@ def container_box(tmp_path_factory):
     if problem:
         print(f"\nSKIPPED container box: {problem}")
         pytest.skip(problem)
-    build = subprocess.run(["bash", str(ROOT / "tasks" / "box-image.sh"), IMAGE, str(work)], env=env,
+    build = subprocess.run(["bash", str(ROOT / "scripts" / "box-image.sh"), IMAGE, str(work)], env=env,
                            capture_output=True, text=True, timeout=1800)
     assert build.returncode == 0, build.stderr + (work / "build.log").read_text(errors="replace")[-3000:]
     name, port, token = f"jupyter-box-{os.getpid()}", free_port(), "ctr-" + os.urandom(8).hex()

@@ -7,7 +7,7 @@
 # Usage: box-image.sh IMAGE [WORKDIR]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-. "$root/tasks/lib.sh"
+. "$root/scripts/lib.sh"
 image=${1:?usage: box-image.sh IMAGE [WORKDIR]}
 work=$(mkdir -p "${2:-$root/build/box}" && cd "${2:-$root/build/box}" && pwd)
 base=${BASE_IMAGE:-localhost/jupyter-mcp-base:bookworm}
@@ -29,7 +29,7 @@ if ! podman image exists "$base"; then
 fi
 pyversion=$(podman run --rm "$base" python3 -c 'import platform; print(platform.python_version())') \
     || die "the base image $base has no python3"
-WHEELHOUSE_PYTHON=$pyversion bash "$root/tasks/stage-context.sh" "$work/ctx" --wheelhouse >/dev/null
+WHEELHOUSE_PYTHON=$pyversion bash "$root/scripts/stage-context.sh" "$work/ctx" --wheelhouse >/dev/null
 podman build --no-cache --network=none -f "$root/Containerfile" --build-arg BASE_IMAGE="$base" -t "$image" "$work/ctx" \
     > "$work/build.log" 2>&1 || die "podman build failed: $work/build.log"
 echo "$image"

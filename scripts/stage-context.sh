@@ -6,12 +6,12 @@
 #   WHEELHOUSE_PYTHON=3.11.2 picks wheels for the image's Python rather than this one.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-. "$root/tasks/lib.sh"
+. "$root/scripts/lib.sh"
 out=${1:?usage: stage-context.sh OUT [--wheelhouse]}
 python=${PYTHON:-python3}
-rm -rf "$out/tasks" "$out/dist" "$out/checks" "$out/candy"
+rm -rf "$out/scripts" "$out/dist" "$out/checks" "$out/candy"
 mkdir -p "$out/dist"
-cp -r "$root/tasks" "$out/tasks"
+cp -r "$root/scripts" "$out/scripts"
 mkdir -p "$out/candy" && cp -r "$root/candy/jupyter-mcp" "$out/candy/" && cp "$root/charly.yml" "$out/"
 mkdir -p "$out/checks" && cp "$root/checks/"*.py "$root/checks/"*.yml "$out/checks/"
 "$python" -m pip wheel --disable-pip-version-check -q --no-deps -w "$out/dist" "$root" >/dev/null \
@@ -21,7 +21,7 @@ if [ "${2:-}" = --wheelhouse ]; then
     target=()
     if [ -n "${WHEELHOUSE_PYTHON:-}" ]; then target=(--only-binary=:all: --python-version "$WHEELHOUSE_PYTHON"); fi
     "$python" -m pip download --disable-pip-version-check -q -d "$out/wheelhouse" "${target[@]}" \
-        -r "$root/tasks/runtime-requirements.txt" "jupyterlab>=4.4,<5" "jupyter-collaboration>=5,<6" pyyaml \
+        -r "$root/scripts/runtime-requirements.txt" "jupyterlab>=4.4,<5" "jupyter-collaboration>=5,<6" pyyaml \
         || die "downloading the wheelhouse failed"
     cp "$out/dist/"*.whl "$out/wheelhouse/"
 fi

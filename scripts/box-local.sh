@@ -5,13 +5,13 @@
 # Usage: box-local.sh BOX_DIR [PORT]     (env: JUPYTER_TOKEN, else one is made)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-. "$root/tasks/lib.sh"
+. "$root/scripts/lib.sh"
 box=$(mkdir -p "${1:?usage: box-local.sh BOX_DIR [PORT]}" && cd "$1" && pwd)
 port=${2:-8888}
 home="$box/home"
 env_dir="$home/.pixi/envs/default"
-bash "$root/tasks/parent-env.sh" "$env_dir"
-bash "$root/tasks/stage-context.sh" "$box/ctx" >/dev/null
+bash "$root/scripts/parent-env.sh" "$env_dir"
+bash "$root/scripts/stage-context.sh" "$box/ctx" >/dev/null
 export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 runner="$env_dir/bin/python -m checks"   # the parent environment has PyYAML (jupyter-events needs it)
 $runner apply "$root/candy/jupyter-mcp/charly.yml" --home "$home" --ctx "$box/ctx"

@@ -1,4 +1,4 @@
-# Sourced by tasks/test: the Debian packages the test suite runs for real: redis-server
+# Sourced by scripts/test: the Debian packages the test suite runs for real: redis-server
 # (the Redis task store), podman with runc and debootstrap (the container box), chromium
 # (the browser tests; never a downloaded browser) and Node.js (the MCP Inspector CLI).
 # Installed only when missing; needs root (CI runs as root) or passwordless sudo.
@@ -12,7 +12,7 @@ command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
 if [ ${#need[@]} -gt 0 ]; then
     sudo_cmd=()
     if [ "$(id -u)" != 0 ]; then sudo_cmd=(sudo -n); fi
-    echo "tasks/test: installing ${need[*]} (apt-get)" >&2
+    echo "scripts/test: installing ${need[*]} (apt-get)" >&2
     "${sudo_cmd[@]}" apt-get update -qq >/dev/null 2>&1 || true
     DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi

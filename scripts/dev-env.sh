@@ -1,7 +1,7 @@
-# Sourced by tasks/serve and tasks/test: make sure the project's virtual environment
+# Sourced by scripts/serve and scripts/test: make sure the project's virtual environment
 # exists with jupyter-mcp installed (editable) and what the chosen extras need.
-#   . tasks/dev-env.sh            the product: jupyter-mcp + JupyterLab
-#   . tasks/dev-env.sh test       also everything the test suite needs
+#   . scripts/dev-env.sh            the product: jupyter-mcp + JupyterLab
+#   . scripts/dev-env.sh test       also everything the test suite needs
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VENV=${JUPYTER_MCP_VENV:-$here/.venv}
 extras=${1:-}
