@@ -65,8 +65,10 @@ def test_the_candy_checks_what_the_issue_lists():
     methods = [s["mcp"]["method"] for s in checks if "mcp" in s]
     assert {"ping", "list-tools", "call"} <= set(methods)
     listed = next(s for s in checks if s.get("mcp", {}).get("method") == "list-tools")
-    tools = {m["contains"] for m in listed["stdout"]}
-    assert len(tools) == 11
+    tools = [m["contains"] for m in listed["stdout"]]
+    documented = re.findall(r"^## `(\w+)`", (ROOT / "docs" / "tools.md").read_text(), re.M)
+    assert sorted(tools) == sorted(documented) and len(tools) == 12  # every tool, each once
+    assert f"all {len(tools)} tools" in listed["check"]
     runs = [s["command"] for s in plan if "run" in s]
     assert [r.split()[1] for r in runs] == ["/ctx/scripts/install-runtime.sh", "/ctx/scripts/install-extension.sh",
                                            "/ctx/scripts/enable-extension.sh"]
