@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:

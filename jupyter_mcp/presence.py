@@ -31,16 +31,20 @@ COLOURS = ("#7e57c2", "#00897b", "#f4511e", "#3949ab", "#c0ca33", "#8d6e63", "#d
 REFRESH_SEC = 10.0
 
 
-def agent_user(client_name: str) -> dict[str, Any]:
-    """The awareness ``user`` of an agent: a name that says what it is, a colour of its own."""
-    digest = hashlib.sha256(client_name.encode()).digest()
+def preferred_colour(client_name: str) -> int:
+    """The colour an agent gets when no other agent present has it (stable across restarts)."""
+    return hashlib.sha256(client_name.encode()).digest()[0] % len(COLOURS)
+
+
+def agent_user(client_name: str, colour: str) -> dict[str, Any]:
+    """The awareness ``user`` of an agent: a name that says what it is, and its colour."""
     name = f"jupyter agent ({client_name})"
     return {
         "username": f"agent-{hashlib.sha256(client_name.encode()).hexdigest()[:12]}",
         "name": name,
         "display_name": name,
         "initials": "AI",
-        "color": COLOURS[digest[0] % len(COLOURS)],
+        "color": colour,
         "avatar_url": None,
         "is_agent": True,
     }
@@ -88,20 +92,36 @@ class AgentPresence:
         if entry is not None and entry.room is room:
             entry.last_active = now
         else:
-            entry = self._entries[(room_id, key)] = self._new(room, client_name)
+            entry = self._entries[(room_id, key)] = self._new(room, key, client_name)
             self._announce(entry)
         if global_room is not None:
             self._seen_globally(key, client_name, path, global_room, now)
 
-    def _new(self, room: Any, client_name: str) -> _Presence:
+    def _new(self, room: Any, key: str, client_name: str) -> _Presence:
         awareness = Awareness(Doc())
-        awareness.set_local_state({"user": agent_user(client_name), "agent": True})
+        awareness.set_local_state({"user": agent_user(client_name, self._colour(key, client_name)), "agent": True})
         return _Presence(room, awareness)
+
+    def _colour(self, key: str, client_name: str) -> str:
+        """The agent's colour: the one it had if it is present, else its preferred one, else
+        the next one no other present agent has (the same in every room it is in)."""
+        held: dict[str, str] = {}
+        for (_, other), entry in self._entries.items():
+            held.setdefault(other, (entry.awareness.get_local_state() or {}).get("user", {}).get("color"))
+        if key in held:
+            return held[key]
+        taken = set(held.values())
+        first = preferred_colour(client_name)
+        for step in range(len(COLOURS)):
+            colour = COLOURS[(first + step) % len(COLOURS)]
+            if colour not in taken:
+                return colour
+        return COLOURS[first]  # more agents than colours
 
     def _seen_globally(self, key: str, client_name: str, path: str, room: Any, now: float) -> None:
         entry = self._entries.get((GLOBAL, key))
         if entry is None or entry.room is not room:
-            entry = self._entries[(GLOBAL, key)] = self._new(room, client_name)
+            entry = self._entries[(GLOBAL, key)] = self._new(room, key, client_name)
         entry.last_active = now
         changed = path not in entry.documents
         if changed:

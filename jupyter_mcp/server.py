@@ -8,7 +8,7 @@ from typing import Any
 
 from fastmcp import FastMCP
 
-from . import __version__
+from ._version import __version__
 from .identity import principal_of
 from .notebooks import Notebooks
 from .tasks import TaskManager, TasksExtension

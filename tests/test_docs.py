@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -16,9 +17,23 @@ def test_tools_reference_is_current():
         "docs/tools.md is stale: run `python docs/generate_tools.py`"
 
 
+NOUNS = {"notebook", "cell", "code", "kernel", "room"}
+VERBS = {"list", "create", "get", "watch", "update", "insert", "delete", "execute", "edit", "move", "clear",
+         "interrupt", "restart"}
+
+
 def test_every_tool_is_documented_and_named_noun_verb():
+    """Every tool the server lists is named <noun>_<verb>[_<object>] and has its section;
+    no section describes a tool that is not there."""
+    sys.path.insert(0, str(ROOT / "docs"))
+    import asyncio
+
+    import generate_tools
+
+    names = [t.name for t in asyncio.run(generate_tools.tools())]
+    assert len(names) == len(set(names)) and names
+    for name in names:
+        noun, verb, *rest = name.split("_") + [""]
+        assert noun in NOUNS and verb in VERBS and len(rest) <= 2, f"{name} is not <noun>_<verb>"
     text = (ROOT / "docs" / "tools.md").read_text()
-    expected = ["notebook_list", "notebook_create", "notebook_get", "notebook_watch", "notebook_list_users",
-                "cell_get", "cell_update", "cell_insert", "cell_delete", "cell_execute", "code_execute", "room_list"]
-    for name in expected:
-        assert f"## `{name}`" in text
+    assert sorted(re.findall(r"^## `([a-z_]+)`", text, re.M)) == sorted(names)

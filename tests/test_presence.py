@@ -12,6 +12,7 @@ from mcp_types import Implementation
 from ui_client import UIClient
 
 from jupyter_mcp.client import connect
+from jupyter_mcp.presence import preferred_colour
 
 
 def agent_named(client_name):
@@ -33,17 +34,19 @@ async def test_agent_appears_to_the_person_and_in_list_users(live, mode):
 
 
 async def test_two_agents_have_their_own_entries_and_colours(live):
+    """Two agents whose names prefer the same colour still get colours of their own."""
+    first = "alpha-agent"
+    second = next(f"agent-{i}" for i in range(1000) if preferred_colour(f"agent-{i}") == preferred_colour(first))
     name = f"presence-{uuid.uuid4().hex[:6]}.ipynb"
     write_notebook(live.root / name, ["x = 1"])
     async with UIClient(live.url, live.token, name) as ui, \
-            connect(live.mcp_url, live.token, client_info=Implementation(name="alpha-agent", version="1")) as a, \
-            connect(live.mcp_url, live.token, client_info=Implementation(name="omega-agent", version="1")) as b:
+            connect(live.mcp_url, live.token, client_info=Implementation(name=first, version="1")) as a, \
+            connect(live.mcp_url, live.token, client_info=Implementation(name=second, version="1")) as b:
         await call(a, "notebook_get", path=name)
         await call(b, "notebook_get", path=name)
-        await ui.wait_for(lambda: {agent_named("alpha-agent"), agent_named("omega-agent")}
-                          <= {u["name"] for u in ui.others()})
+        await ui.wait_for(lambda: {agent_named(first), agent_named(second)} <= {u["name"] for u in ui.others()})
         colours = {u["name"]: u["color"] for u in ui.others() if u.get("is_agent")}
-        assert len(colours) == 2 and len(set(colours.values())) == 2
+        assert colours[agent_named(first)] != colours[agent_named(second)]
 
 
 async def test_agent_is_dropped_after_it_goes_idle_and_kept_while_running(live_factory):

@@ -19,8 +19,8 @@ async def test_a_swept_room_frees_its_document(mcp_url, jp_token, mcp_ext, jp_ro
         await call(client, "notebook_watch", path="free.ipynb", timeout=0.1)
         await call(client, "notebook_get", path="free.ipynb")
         doc = weakref.ref(mcp_ext.rooms.find("free.ipynb").room.ydoc)
-        mcp_ext.rooms.idle_timeout = 0
-        assert len(await mcp_ext.rooms.sweep()) == 1
+        mcp_ext.sweeper.idle_timeout = 0
+        assert len(await mcp_ext.sweeper.sweep()) == 1
     gc.collect()
     assert doc() is None, f"the closed room's document is still referenced by {gc.get_referrers(doc())!r:.500}"
     assert "a = 10" in (jp_root_dir / "free.ipynb").read_text()

@@ -1,5 +1,5 @@
-"""MCP tasks (seed 000), sentence by sentence, against a real jupyter lab and a real kernel,
-on both protocol eras. Each test's docstring quotes the sentence it proves."""
+"""MCP tasks, promise by promise (docs/tasks.md), against a real jupyter lab and a real kernel,
+on both protocol eras. Each test's docstring states the promise it proves."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ async def kernel_is_idle(client, name):
 
 
 async def test_without_task_metadata_tools_call_is_unchanged(live, mode):
-    """"A task is created only when the request carries task metadata. Without it,
-    tools/call runs exactly as it always has and returns the tool's output.\""""
+    """A task is created only when the request carries task metadata. Without it,
+    tools/call runs exactly as it always has and returns the tool's output."""
     name, ids = notebook(live, "print('plain')")
     async with tasks_on(live, mode) as (client, tasks):
         result = await client.call_tool("cell_execute", {"path": name, "cell_id": ids[0]})
@@ -66,8 +66,8 @@ async def test_without_task_metadata_tools_call_is_unchanged(live, mode):
 
 
 async def test_create_task_result_returned_at_once(live, mode):
-    """"tools/call returns a task id immediately, the work goes on without the caller" and
-    "The answer is a CreateTaskResult rather than the tool's output" with taskId, status,
+    """tools/call returns a task id immediately, the work goes on without the caller, and
+    the answer is a CreateTaskResult rather than the tool's output, with taskId, status,
     createdAt, lastUpdatedAt, ttl, pollInterval."""
     name, ids = notebook(live, SLOW.format(s=3))
     async with tasks_on(live, mode) as (client, tasks):
@@ -86,7 +86,7 @@ async def test_create_task_result_returned_at_once(live, mode):
 
 
 async def test_result_available_from_another_connection(live, mode):
-    """"the client asks for the result whenever it likes — from another connection, after a reconnect\""""
+    """the client asks for the result whenever it likes — from another connection, after a reconnect"""
     name, ids = notebook(live, SLOW.format(s=1))
     async with tasks_on(live, mode) as (_, tasks):
         task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
@@ -99,8 +99,8 @@ async def test_result_available_from_another_connection(live, mode):
 
 
 async def test_retry_with_key_answers_the_first_task(live, mode):
-    """"Name the call with an idempotency key and a retry answers the task the first attempt
-    created, rather than starting the work again" — also after a reconnect on a new session."""
+    """Name the call with an idempotency key and a retry answers the task the first attempt
+    created, rather than starting the work again — also after a reconnect on a new session."""
     name, ids = notebook(live, "runs = globals().get('runs', 0) + 1\nprint(runs)")
     key = f"run-{uuid.uuid4()}"
     args = {"path": name, "cell_id": ids[0]}
@@ -119,7 +119,7 @@ async def test_retry_with_key_answers_the_first_task(live, mode):
 
 
 async def test_same_call_with_arguments_in_another_order_is_the_same_call(live, mode):
-    """"The same call written with its arguments in another order is still the same call.\""""
+    """The same call written with its arguments in another order is still the same call."""
     name, ids = notebook(live, "x = 1")
     key = f"order-{uuid.uuid4()}"
     async with tasks_on(live, mode) as (_, tasks):
@@ -131,7 +131,7 @@ async def test_same_call_with_arguments_in_another_order_is_the_same_call(live, 
 
 
 async def test_same_key_on_a_different_call_is_refused(live, mode):
-    """"The same key on a different call is refused rather than replayed.\""""
+    """The same key on a different call is refused rather than replayed."""
     name, ids = notebook(live, "x = 1", "y = 2")
     key = f"diff-{uuid.uuid4()}"
     async with tasks_on(live, mode) as (_, tasks):
@@ -143,8 +143,8 @@ async def test_same_key_on_a_different_call_is_refused(live, mode):
 
 
 async def test_key_is_free_again_once_its_task_expired(live, mode):
-    """"A key belongs to a task, so it lives as long as the task does: once a task has
-    expired its key is free again.\""""
+    """A key belongs to a task, so it lives as long as the task does: once a task has
+    expired its key is free again."""
     name, ids = notebook(live, "x = 1")
     key = f"expire-{uuid.uuid4()}"
     args = {"path": name, "cell_id": ids[0]}
@@ -158,8 +158,8 @@ async def test_key_is_free_again_once_its_task_expired(live, mode):
 
 
 async def test_synchronous_call_with_key_is_not_deduplicated(live, mode):
-    """"a call that did not ask for a task is not deduplicated — a synchronous call carrying
-    a key is still a synchronous call.\""""
+    """a call that did not ask for a task is not deduplicated — a synchronous call carrying
+    a key is still a synchronous call."""
     name, ids = notebook(live, "n = globals().get('n', 0) + 1\nprint(n)")
     key = f"sync-{uuid.uuid4()}"
     async with tasks_on(live, mode) as (client, tasks):
@@ -175,7 +175,7 @@ async def test_synchronous_call_with_key_is_not_deduplicated(live, mode):
 
 
 async def test_states_and_terminal_ones_never_change(live, mode):
-    """"The last three are terminal: the record stops changing.\" (completed, failed,
+    """The last three are terminal: the record stops changing (completed, failed,
     cancelled; working while running; input_required is never produced here.)"""
     name, ids = notebook(live, "print('done')")
     async with tasks_on(live, mode) as (_, tasks):
@@ -191,12 +191,12 @@ async def test_states_and_terminal_ones_never_change(live, mode):
         assert final["status"] == "failed"
         await raises(tasks.cancel(failed["taskId"]))
         assert await tasks.get(failed["taskId"]) == final
-        for t in (await tasks.list())["tasks"]:
-            assert t["status"] in ("working", "input_required", "completed", "failed", "cancelled")
+        listed = {t["taskId"]: t for t in (await tasks.list())["tasks"]}
+        assert listed[task["taskId"]] == done and listed[failed["taskId"]] == final  # the list says the same
 
 
 async def test_tasks_list_is_newest_first_and_paginated(live_factory, mode):
-    """"tasks/list — The tasks this server holds, newest first" (in pages of 50)."""
+    """tasks/list — The tasks this server holds, newest first (in pages of 50)."""
     server = live_factory()
     async with tasks_on(server, mode) as (_, tasks):
         made = [(await tasks.submit("notebook_list", {}))["taskId"] for _ in range(60)]
@@ -211,7 +211,7 @@ async def test_tasks_list_is_newest_first_and_paginated(live_factory, mode):
 
 
 async def test_there_is_no_tasks_update(live, mode):
-    """"There is no tasks/update. A client does not change a task.\""""
+    """There is no tasks/update. A client does not change a task."""
     async with tasks_on(live, mode) as (_, tasks):
         error = await raises(tasks.request("tasks/update", {"taskId": "tsk_x", "status": "completed"}))
         assert error.error.code == -32601
@@ -221,7 +221,7 @@ async def test_there_is_no_tasks_update(live, mode):
 
 
 async def test_failed_task_carries_the_error_and_result_raises(live, mode):
-    """"A tool that raised ends failed, carrying the error, and tasks/result raises it.\""""
+    """A tool that raised ends failed, carrying the error, and tasks/result raises it."""
     name, _ = notebook(live, "x = 1")
     async with tasks_on(live, mode) as (_, tasks):
         task = await tasks.submit("cell_get", {"path": name, "cell_id": "nope"})
@@ -232,7 +232,7 @@ async def test_failed_task_carries_the_error_and_result_raises(live, mode):
 
 
 async def test_result_of_a_working_task_is_refused(live, mode):
-    """"tasks/result on a task that is still working is refused too.\""""
+    """tasks/result on a task that is still working is refused too."""
     name, ids = notebook(live, SLOW.format(s=3))
     async with tasks_on(live, mode) as (_, tasks):
         task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
@@ -246,8 +246,8 @@ async def test_result_of_a_working_task_is_refused(live, mode):
 
 @pytest.mark.parametrize("tool", ["cell_execute", "cell_execute_stream", "code_execute", "code_execute_stream"])
 async def test_cancel_interrupts_the_kernel_and_keeps_the_lines(live, mode, tool):
-    """"tasks/cancel does two things, in this order: it interrupts the work, then it stops
-    waiting for it", for every loop that waits for a cell: cell_execute streaming and not,
+    """tasks/cancel does two things, in this order: it interrupts the work, then it stops
+    waiting for it, for every loop that waits for a cell: cell_execute streaming and not,
     code_execute (acceptance: a line every 0.2 s, cancelled after about 2 s)."""
     name, ids = notebook(live, TICKER.format(every=0.2))
     base, _, stream = tool.partition("_stream")
@@ -272,8 +272,8 @@ async def test_cancel_interrupts_the_kernel_and_keeps_the_lines(live, mode, tool
 
 
 async def test_the_tools_own_result_wins_the_race(live, mode):
-    """"A tool's own result always wins. If the call returned while the cancellation was
-    landing, the complete answer is not replaced by the half that was visible a moment earlier.\""""
+    """A tool's own result always wins. If the call returned while the cancellation was
+    landing, the complete answer is not replaced by the half that was visible a moment earlier."""
     code = "import time\nprint('started', flush=True)\ntry:\n    time.sleep(60)\nexcept KeyboardInterrupt:\n    print('cleaned up')"
     name, ids = notebook(live, code)
     async with tasks_on(live, mode) as (client, tasks):
@@ -288,8 +288,8 @@ async def test_the_tools_own_result_wins_the_race(live, mode):
 
 
 async def test_partial_output_becomes_the_result_when_the_work_will_not_stop(live, mode):
-    """"On cancellation the partial output becomes the result — the task is terminal, so
-    tasks/result serves it.\" (The cell ignores the interrupt: the wait is abandoned.)"""
+    """On cancellation the partial output becomes the result — the task is terminal, so
+    tasks/result serves it. (The cell ignores the interrupt: the wait is abandoned.)"""
     code = ("import time\ni = 0\nwhile True:\n    try:\n        print(f'line {i}', flush=True); i += 1\n"
             "        time.sleep(0.2)\n    except KeyboardInterrupt:\n        pass")
     name, ids = notebook(live, code)
@@ -306,8 +306,8 @@ async def test_partial_output_becomes_the_result_when_the_work_will_not_stop(liv
 
 
 async def test_cancelled_task_that_produced_nothing_keeps_no_result(live, mode):
-    """"A task that produced nothing keeps no result: an empty list there would read as a
-    measured zero rather than as nothing to measure.\""""
+    """A task that produced nothing keeps no result: an empty list there would read as a
+    measured zero rather than as nothing to measure."""
     code = "import time\nwhile True:\n    try:\n        time.sleep(0.1)\n    except KeyboardInterrupt:\n        pass"
     name, ids = notebook(live, code)
     async with tasks_on(live, mode) as (client, tasks):
@@ -321,7 +321,7 @@ async def test_cancelled_task_that_produced_nothing_keeps_no_result(live, mode):
 
 
 async def test_failed_task_keeps_its_partial_output(live, mode):
-    """"A failed task keeps its partial output too, though tasks/result raises for it.\"
+    """A failed task keeps its partial output too, though tasks/result raises for it.
     (The kernel dies after printing: the tool fails; the lines are in the error.)"""
     code = "import os, signal, time\nprint('diagnosis', flush=True)\ntime.sleep(0.5)\nos.kill(os.getpid(), signal.SIGKILL)"
     name, ids = notebook(live, code)
@@ -338,7 +338,7 @@ async def test_failed_task_keeps_its_partial_output(live, mode):
 
 
 async def test_expired_task_answers_exactly_like_one_that_never_existed(live, mode):
-    """"Asking for an expired task answers no such task, the same answer as for one that never existed.\""""
+    """Asking for an expired task answers no such task, the same answer as for one that never existed."""
     name, ids = notebook(live, "x = 1")
     async with tasks_on(live, mode) as (_, tasks):
         task = await tasks.submit("cell_get", {"path": name, "cell_id": ids[0]}, ttl=1500)
@@ -356,8 +356,8 @@ async def test_expired_task_answers_exactly_like_one_that_never_existed(live, mo
 
 
 async def test_running_task_never_expires_and_ttl_is_capped(live, mode):
-    """"A task that is still running never expires" and the ttl is "15 minutes by default,
-    capped at 24 hours"; "Every working task carries a pollInterval in milliseconds.\""""
+    """A task that is still running never expires" and the ttl is "15 minutes by default,
+    capped at 24 hours"; "Every working task carries a pollInterval in milliseconds."""
     name, ids = notebook(live, SLOW.format(s=3))
     async with tasks_on(live, mode) as (_, tasks):
         task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]}, ttl=1500)
@@ -376,36 +376,36 @@ async def test_running_task_never_expires_and_ttl_is_capped(live, mode):
 # --- Polling, and the notification -----------------------------------------------------------------
 
 
-async def test_terminal_notification_carries_status_not_result(live, mode):
-    """"notifications/tasks/status is an optimisation on top, sent when a task reaches a
-    terminal state ... The notification carries the status and never the result.\" On
-    2026-07-28 a session without a stream to carry it costs latency only: the poll finds it."""
+async def test_terminal_notification_carries_status_not_result(live):
+    """notifications/tasks/status is an optimisation on top, sent when a task reaches a
+    terminal state ... The notification carries the status and never the result. (On
+    2025-11-25, where the session's standalone GET stream carries it; a 2026-07-28 client
+    has no such stream and learns the status by polling, which every other test does.)"""
     name, ids = notebook(live, "print('x' * 10)")
     seen: list = []
 
     async def on_status(params):
         seen.append(params)
 
-    async with tasks_on(live, mode, on_task_status=on_status) as (_, tasks):
+    async with tasks_on(live, "legacy", on_task_status=on_status) as (_, tasks):
         task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
         done = await tasks.wait(task["taskId"], timeout=60)
         assert done["status"] == "completed"
-        if mode == "legacy":  # the standalone GET stream carries it
-            for _ in range(50):
-                if seen:
-                    break
-                await asyncio.sleep(0.1)
-            assert seen, "no notifications/tasks/status arrived"
-            params = seen[-1].model_dump(by_alias=True)
-            assert params["taskId"] == task["taskId"] and params["status"] == "completed"
-            assert "result" not in json.dumps(params) and "xxxxxxxxxx" not in json.dumps(params)
+        for _ in range(50):
+            if seen:
+                break
+            await asyncio.sleep(0.1)
+        assert seen, "no notifications/tasks/status arrived"
+        params = seen[-1].model_dump(by_alias=True)
+        assert params["taskId"] == task["taskId"] and params["status"] == "completed"
+        assert "result" not in json.dumps(params) and "xxxxxxxxxx" not in json.dumps(params)
 
 
 # --- Where tasks live -------------------------------------------------------------------------------------
 
 
 def test_a_store_that_cannot_be_imported_stops_the_server(tmp_path):
-    """"A store that cannot be imported is a startup failure, not a fallback to memory.\""""
+    """A store that cannot be imported is a startup failure, not a fallback to memory."""
     from live import LiveServer
 
     server = LiveServer(tmp_path, env={"JUPYTER_MCP_TASK_STORE_CLASS": "no_such_module:Store"})
@@ -451,7 +451,7 @@ async def test_redis_store_survives_restart_and_fails_orphans(live_factory, redi
 
 
 async def test_advertised_under_io_datalayer_tasks_on_both_eras(live, mode):
-    """"the server binds them as an extension advertised under io.datalayer/tasks.\""""
+    """the server binds them as an extension advertised under io.datalayer/tasks."""
     async with tasks_on(live, mode) as (client, _):
         tools = (await client.list_tools()).tools
         if mode == "legacy":
@@ -465,8 +465,8 @@ async def test_advertised_under_io_datalayer_tasks_on_both_eras(live, mode):
 
 
 def test_binding_refuses_to_construct_once_the_sdk_claims_the_methods(monkeypatch):
-    """"until then the binding will refuse to construct the moment the SDK claims those
-    methods, which is the loud way to find out.\""""
+    """until then the binding will refuse to construct the moment the SDK claims those
+    methods, which is the loud way to find out."""
     import fastmcp.server.extensions as extensions
 
     from jupyter_mcp.tasks import InMemoryTaskStore, TaskManager, TasksExtension

@@ -13,8 +13,8 @@ from jupyter_mcp.client import Tasks, connect
 
 async def test_an_interrupt_that_fails_does_not_stop_the_cancellation(mcp_url, jp_token, mcp_ext, jp_root_dir,
                                                                       caplog, mode):
-    """"An interrupt that fails does not stop the cancellation. Half of what the client asked
-    for is better than none of it, and the failure is logged at error.\""""
+    """An interrupt that fails does not stop the cancellation. Half of what the client asked
+    for is better than none of it, and the failure is logged at error."""
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import time\nprint('working', flush=True)\ntime.sleep(30)")])
     nbformat.write(nb, jp_root_dir / "stuck.ipynb")

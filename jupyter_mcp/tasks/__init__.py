@@ -3,49 +3,16 @@ can be cancelled for real.
 
 The package wraps ``tools/call`` from the outside and knows nothing of notebooks. A tool
 that wants its work to be cancellable, and its partial output kept, uses the two hooks
-below; outside a task both answer False and do nothing (a synchronous call has its client
-on the other end of the connection).
+(``register_interrupt``, ``record_output``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from typing import Any
+from .binding import EXTENSION_ID, IDEMPOTENCY_KEY, TasksExtension
+from .hooks import PartialResult, current_task, record_output, register_interrupt
+from .manager import TaskManager
+from .records import TaskRecord, TaskStore
+from .stores import InMemoryTaskStore, load_store
 
-Interrupt = Callable[[], Awaitable[Any] | Any]
-#: The result to keep if the task ends before the tool returns: called with how it ended
-#: ("cancelled" or "failed"), it answers a CallToolResult wire dict, or None (nothing to keep).
-PartialResult = Callable[[str], "dict[str, Any] | None"]
-
-#: The task a tool call is running in, if any (set by the task manager).
-current_task: ContextVar[Any | None] = ContextVar("jupyter_mcp_current_task", default=None)
-
-
-async def register_interrupt(interrupt: Interrupt) -> bool:
-    """Make ``interrupt`` the way to stop this call's work when its task is cancelled."""
-    task = current_task.get()
-    if task is None:
-        return False
-    task.interrupts.append(interrupt)
-    return True
-
-
-def record_output(partial: PartialResult) -> bool:
-    """Say how to render this call's output so far, should its task end without its answer."""
-    task = current_task.get()
-    if task is None:
-        return False
-    task.partial = partial
-    return True
-
-
-__all__ = ["PartialResult", "current_task", "record_output", "register_interrupt"]
-
-from .binding import EXTENSION_ID, IDEMPOTENCY_KEY, TasksExtension  # noqa: E402
-from .manager import TaskManager  # noqa: E402
-from .records import TaskRecord, TaskStore  # noqa: E402
-from .stores import InMemoryTaskStore, load_store  # noqa: E402
-
-__all__ += ["EXTENSION_ID", "IDEMPOTENCY_KEY", "InMemoryTaskStore", "TaskManager", "TaskRecord", "TaskStore",
-            "TasksExtension", "load_store"]
+__all__ = ["EXTENSION_ID", "IDEMPOTENCY_KEY", "InMemoryTaskStore", "PartialResult", "TaskManager", "TaskRecord",
+           "TaskStore", "TasksExtension", "current_task", "load_store", "record_output", "register_interrupt"]

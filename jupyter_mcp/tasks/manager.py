@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from . import PartialResult, current_task
+from .hooks import PartialResult, current_task
 from .records import CANCELLED, COMPLETED, FAILED, WORKING, TaskRecord, TaskStore, new_task_id
 
 log = logging.getLogger(__name__)

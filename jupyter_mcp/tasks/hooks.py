@@ -1,0 +1,37 @@
+"""The two hooks a tool uses to make its work cancellable and its partial output keepable.
+
+Outside a task both answer False and do nothing: a synchronous call has its client on the
+other end of the connection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import Any
+
+Interrupt = Callable[[], Awaitable[Any] | Any]
+#: The result to keep if the task ends before the tool returns: called with how it ended
+#: ("cancelled" or "failed"), it answers a CallToolResult wire dict, or None (nothing to keep).
+PartialResult = Callable[[str], "dict[str, Any] | None"]
+
+#: The task a tool call is running in, if any (set by the task manager).
+current_task: ContextVar[Any | None] = ContextVar("jupyter_mcp_current_task", default=None)
+
+
+async def register_interrupt(interrupt: Interrupt) -> bool:
+    """Make ``interrupt`` the way to stop this call's work when its task is cancelled."""
+    task = current_task.get()
+    if task is None:
+        return False
+    task.interrupts.append(interrupt)
+    return True
+
+
+def record_output(partial: PartialResult) -> bool:
+    """Say how to render this call's output so far, should its task end without its answer."""
+    task = current_task.get()
+    if task is None:
+        return False
+    task.partial = partial
+    return True
