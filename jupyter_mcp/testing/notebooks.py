@@ -1,8 +1,9 @@
-"""Small helpers shared by the tests."""
+"""Notebooks on disk and tool calls that fail the test on a refusal: shared by tests and benchmarks."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -41,3 +42,9 @@ def write_notebook(path: Path, sources: list[str], cell_type: str = "code") -> l
 def disk_sources(path: Path) -> list[str]:
     return [c["source"] if isinstance(c["source"], str) else "".join(c["source"])
             for c in json.loads(path.read_text())["cells"]]
+
+
+def new_notebook(root: Path, *sources: str, prefix: str = "nb") -> tuple[str, list[str]]:
+    """A notebook with a name of its own in ``root`` (one code cell per source): (path, cell ids)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}.ipynb"
+    return name, write_notebook(root / name, list(sources))

@@ -56,7 +56,6 @@ class LiveServer:
             JUPYTER_RUNTIME_DIR=str(self.base / "runtime"),
             JUPYTER_PLATFORM_DIRS="1",
             PYTHONUNBUFFERED="1",
-            PYTHONPATH=os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
         )
         env.update(self.extra_env)
         return env

@@ -1,4 +1,5 @@
-"""An identity provider with two real users, for tests of per-user scoping.
+"""An identity provider with two real users, for tests of per-user scoping
+(`--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers`).
 
 Tokens: 'alice-token' is alice, 'bob-token' is bob (sent as `Authorization: token T`).
 """
