@@ -1,10 +1,12 @@
-"""Unit tests (pure logic) of the task manager over the in-process store."""
+"""Unit tests (pure logic) of the task manager and the in-process store: retries, cancel,
+partial output, the own-result race, failure, ttl bounds, retention."""
 
 from __future__ import annotations
 
 import asyncio
 
-from jupyter_mcp.tasks.manager import TaskManager
+from jupyter_mcp.tasks.manager import TaskError, TaskManager
+from jupyter_mcp.tasks.records import TaskRecord
 from jupyter_mcp.tasks.stores import InMemoryTaskStore
 
 
@@ -31,3 +33,130 @@ async def test_concurrent_retries_with_one_key_make_one_task_and_leave_no_lock_b
     await asyncio.gather(*(run.done.wait() for run in list(manager.runs.values())))
     assert started == 3
     assert manager._key_locks == {}
+
+
+async def _notify(record):
+    pass
+
+
+def manager(**kwargs) -> TaskManager:
+    return TaskManager(InMemoryTaskStore(), default_ttl_ms=60_000, max_ttl_ms=120_000, poll_interval_ms=100, **kwargs)
+
+
+def partial_of(lines):
+    def render(ending):
+        return {"content": [{"type": "text", "text": "".join(lines)}], "ending": ending} if lines else None
+    return render
+
+
+async def started(tasks, work):
+    record = await tasks.submit(owner="alice", tool="t", fingerprint="f", ttl=None, key=None, work=work,
+                                notify=_notify)
+    await asyncio.sleep(0)
+    return record
+
+
+async def test_cancel_interrupts_first_and_keeps_the_partial_output():
+    from jupyter_mcp.tasks import record_output, register_interrupt
+
+    tasks, order, lines = manager(), [], []
+
+    async def work():
+        await register_interrupt(lambda: order.append("interrupt"))
+        record_output(partial_of(lines))
+        lines.append("so far\n")
+        try:
+            await asyncio.sleep(60)  # ignores the interrupt: the manager stops waiting
+        except asyncio.CancelledError:
+            order.append("cancelled")
+            raise
+
+    record = await started(tasks, work)
+    final = await tasks.cancel("alice", record.task_id, _notify)
+    assert order == ["interrupt", "cancelled"]
+    assert final.status == "cancelled"
+    assert final.result == {"content": [{"type": "text", "text": "so far\n"}], "ending": "cancelled"}
+
+
+async def test_the_tools_own_result_wins_over_the_partial():
+    from jupyter_mcp.tasks import record_output, register_interrupt
+
+    tasks, interrupted = manager(), asyncio.Event()
+
+    async def work():
+        await register_interrupt(interrupted.set)
+        record_output(partial_of(["half"]))
+        await interrupted.wait()
+        return {"content": [{"type": "text", "text": "the whole answer"}], "isError": False}
+
+    record = await started(tasks, work)
+    final = await tasks.cancel("alice", record.task_id, _notify)
+    assert final.status == "cancelled"
+    assert final.result["content"][0]["text"] == "the whole answer"
+
+
+async def test_a_failed_tool_keeps_its_partial_in_the_error():
+    from jupyter_mcp.tasks import record_output
+
+    tasks = manager()
+
+    async def work():
+        record_output(partial_of(["diagnosis\n"]))
+        raise RuntimeError("the kernel died")
+
+    record = await started(tasks, work)
+    await asyncio.gather(*(run.done.wait() for run in list(tasks.runs.values())))
+    final = await tasks.get("alice", record.task_id)
+    assert final.status == "failed" and final.status_message == "the kernel died"
+    assert final.error["partial"]["ending"] == "failed"
+    try:
+        await tasks.result("alice", record.task_id)
+    except TaskError as error:
+        assert error.code == -32603 and error.data["partial"]["content"][0]["text"] == "diagnosis\n"
+    else:
+        raise AssertionError("tasks/result of a failed task must raise")
+
+
+async def test_a_cancel_of_a_task_that_produced_nothing_keeps_no_result():
+    tasks = manager()
+
+    async def work():
+        await asyncio.sleep(60)
+
+    record = await started(tasks, work)
+    final = await tasks.cancel("alice", record.task_id, _notify)
+    assert final.status == "cancelled" and final.result is None
+
+
+async def test_ttl_is_bounded_and_checked():
+    tasks = manager()
+    assert tasks.ttl(None) == 60_000 and tasks.ttl(10**9) == 120_000 and tasks.ttl(5) == 5
+    for bad in (-1, "soon", True):
+        try:
+            tasks.ttl(bad)
+        except TaskError as error:
+            assert "milliseconds" in error.message
+        else:
+            raise AssertionError(f"ttl {bad!r} accepted")
+
+
+async def test_store_retention_and_terminal_records(monkeypatch):
+    from jupyter_mcp.tasks import records, stores
+
+    now = [1_000_000.0]
+    monkeypatch.setattr(records.time, "time", lambda: now[0])
+    monkeypatch.setattr(stores.time, "time", lambda: now[0])
+    store = InMemoryTaskStore()
+    await store.create(TaskRecord(task_id="t1", owner="a", tool="x", ttl_ms=1000, idempotency_key="k"))
+    assert (await store.create(TaskRecord(task_id="t2", owner="a", tool="x", idempotency_key="k"))).task_id == "t1"
+    assert await store.update("t1", expect_status="completed", status="failed") is None  # not in that state
+    done = await store.update("t1", expect_status="working", status="completed", result={"content": []})
+    assert done.terminal
+    assert await store.update("t1", status="cancelled") is None  # a terminal record never changes
+    now[0] += 0.9
+    assert (await store.get("t1")).status == "completed"  # kept for its ttl after it finished...
+    now[0] += 0.2
+    assert await store.get("t1") is None and await store.find_by_key("k") is None  # ...then absent
+    assert [r.task_id for r in await store.list(owner="a")] == []
+    fresh = await store.create(TaskRecord(task_id="t3", owner="a", tool="x", idempotency_key="k"))
+    assert fresh.task_id == "t3"  # the key is free again

@@ -1,0 +1,130 @@
+"""Unit tests of the document layer against a plain YNotebook (no Jupyter process): in-place
+edits, insert bounds, change descriptions, the read cache after a deletion, outputs written
+as they arrive."""
+
+from __future__ import annotations
+
+import pytest
+from jupyter_ydoc import YNotebook
+from pycrdt import Doc
+
+from jupyter_mcp import cells
+from jupyter_mcp.changes import describe_changes
+from jupyter_mcp.errors import NotebookError
+
+
+def notebook(*sources: str, cell_type: str = "code") -> YNotebook:
+    ynb = YNotebook(Doc())
+    cell = {"code": {"outputs": [], "execution_count": None}}.get(cell_type, {})
+    ynb.set({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+             "cells": [{"cell_type": cell_type, "source": s, "metadata": {}, "id": f"c{i}", **cell}
+                       for i, s in enumerate(sources)]})
+    return ynb
+
+
+def sources(ynb: YNotebook) -> list[str]:
+    return [str(c["source"]) for c in ynb.ycells]
+
+
+def test_update_edits_the_text_in_place_and_keeps_the_id():
+    ynb = notebook("a = 1", "b = 2")
+    text_before = ynb.ycells[1]["source"]
+    cells.update(ynb, 1, "b = 20")
+    assert sources(ynb) == ["a = 1", "b = 20"]
+    assert cells.id_of(ynb.ycells[1]) == "c1"
+    assert str(text_before) == "b = 20"  # the Text the UI holds was edited, not replaced
+
+
+def test_update_can_change_the_type_in_one_transaction():
+    ynb = notebook("# title")
+    seen = []
+    ynb.ycells.observe_deep(lambda events: seen.append(len(events)))
+    cells.update(ynb, 0, "# Title", "markdown")
+    assert len(seen) == 1  # one transaction: one batch of events
+    cell = ynb.ycells[0].to_py()
+    assert cell["cell_type"] == "markdown" and cell["id"] == "c0" and "outputs" not in cell
+    cells.set_type(ynb, 0, "code")
+    cell = ynb.ycells[0].to_py()
+    assert cell["outputs"] == [] and cell["execution_count"] is None and cell["id"] == "c0"
+
+
+def test_locate_by_id_or_index_and_its_refusals():
+    ynb = notebook("a", "b", "c")
+    assert cells.locate(ynb, "c2") == 2 and cells.locate(ynb, index=1) == 1 and cells.locate(ynb, "c1", 1) == 1
+    for kwargs, message in [({"cell_id": "nope"}, "no cell with id 'nope'"),
+                            ({"cell_id": "c1", "index": 2}, "is at index 1, not 2"),
+                            ({"index": 3}, "out of range"), ({"index": -1}, "out of range"),
+                            ({}, "name the cell"), ({"cell_id": ""}, "non-empty")]:
+        with pytest.raises(NotebookError, match=message):
+            cells.locate(ynb, **kwargs)
+    empty = notebook("x")
+    del empty.ycells[0]  # (jupyter-ydoc gives a notebook set with no cells one empty cell)
+    with pytest.raises(NotebookError, match="the notebook is empty"):
+        cells.locate(empty, index=0)
+
+
+def test_insert_bounds_and_new_ids():
+    ynb = notebook("a", "b")
+    first = cells.insert(ynb, 0, "markdown", "# top")
+    last = cells.insert(ynb, 3, "code", "end")
+    assert sources(ynb) == ["# top", "a", "b", "end"]
+    assert len({first, last, "c0", "c1"}) == 4 and all(cells.id_of(c) for c in ynb.ycells)
+    for bad in (5, -1, True):
+        with pytest.raises(NotebookError, match="out of range for an insert: use 0..4"):
+            cells.insert(ynb, bad, "code", "x")
+    assert len(ynb.ycells) == 4  # nothing was inserted by a refused call
+
+
+def test_delete_answers_what_it_was():
+    ynb = notebook("a", "b")
+    assert cells.delete(ynb, 0) == {"id": "c0", "index": 0, "cell_type": "code", "source": "a"}
+    assert sources(ynb) == ["b"]
+
+
+def test_change_descriptions():
+    ynb = notebook("a", "b")
+    batches: list[list[dict]] = []
+    ynb.ycells.observe_deep(lambda events: batches.append(describe_changes(ynb, events)))
+    cells.update(ynb, 1, "b = 2")
+    new_id = cells.insert(ynb, 1, "code", "x")
+    cells.delete(ynb, 0)
+    cells.begin_run(ynb, 0)
+    assert batches[0] == [{"kind": "source", "cell_id": "c1", "cell_index": 1}]
+    assert batches[1] == [{"kind": "cells_inserted", "cell_index": 1, "cell_ids": [new_id]}]
+    assert batches[2] == [{"kind": "cells_deleted", "cell_index": 0, "count": 1}]
+    assert {c["kind"] for c in batches[3]} >= {"execution_count"} and all(c["cell_id"] == new_id for c in batches[3])
+
+
+def test_the_read_cache_sees_a_deletion_right_after_a_read():
+    ynb = notebook("keep", "drop me")
+    assert [c["source"] for c in cells.snapshot(ynb)] == ["keep", "drop me"]
+    assert cells.snapshot(ynb) is cells.snapshot(ynb)  # unchanged: converted once
+    state_before = ynb.ydoc.get_state()
+    del ynb.ycells[1]
+    assert ynb.ydoc.get_state() == state_before  # a deletion does not advance the state vector...
+    assert [c["source"] for c in cells.snapshot(ynb)] == ["keep"]  # ...and the read still sees it
+    text = ynb.ycells[0]["source"]
+    del text[0:2]  # a person erasing text
+    assert [c["source"] for c in cells.snapshot(ynb)] == ["ep"]
+
+
+def test_outputs_written_as_they_arrive():
+    ynb = notebook("print('x')")
+    cells.begin_run(ynb, 0)
+    assert ynb.ycells[0]["execution_state"] == "running"
+    cells.apply_output_event(ynb, 0, {"kind": "output", "output": {"output_type": "stream", "name": "stdout",
+                                                                   "text": "one\n"}})
+    cells.apply_output_event(ynb, 0, {"kind": "stream", "index": 0, "text": "two\n"})
+    cells.apply_output_event(ynb, 0, {"kind": "output", "output": {"output_type": "display_data",
+                                                                   "data": {"text/plain": "v1"}, "metadata": {}}})
+    cells.apply_output_event(ynb, 0, {"kind": "update", "index": 1,
+                                      "output": {"data": {"text/plain": "v2"}, "metadata": {}}})
+    outputs = ynb.ycells[0]["outputs"].to_py()
+    assert outputs[0]["text"] == "one\ntwo\n" and outputs[1]["data"] == {"text/plain": "v2"}
+    cells.apply_output_event(ynb, 0, {"kind": "clear"})
+    assert ynb.ycells[0]["outputs"].to_py() == []
+    cells.replace_outputs(ynb, 0, [{"output_type": "stream", "name": "stdout", "text": "again\n"}])
+    cells.end_run(ynb, 0, 3)
+    cell = ynb.ycells[0].to_py()
+    assert cell["outputs"][0]["text"] == "again\n" and cell["execution_count"] == 3
+    assert cell["execution_state"] == "idle"

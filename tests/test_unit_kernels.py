@@ -1,0 +1,194 @@
+"""Unit tests of the kernel loop and its hooks against fake kernel messages (no Jupyter, no
+kernel): outputs collected as JupyterLab collects them, the run's interrupt handed to
+``on_start`` before the code is sent, and the execution layer wiring both task hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from types import SimpleNamespace
+
+from jupyter_mcp import execution
+from jupyter_mcp.kernels import Kernels
+from jupyter_mcp.tasks.hooks import current_task
+from jupyter_mcp.tasks.manager import _Run
+from jupyter_mcp.tasks.records import TaskRecord
+
+MSG_ID = "run-1"
+
+
+def iopub(kind: str, parent: str = MSG_ID, **content) -> dict:
+    return {"msg_type": kind, "parent_header": {"msg_id": parent}, "content": content}
+
+
+def stream(text: str, name: str = "stdout") -> dict:
+    return iopub("stream", name=name, text=text)
+
+
+IDLE = iopub("status", execution_state="idle")
+
+
+class FakeClient:
+    """A kernel client whose kernel answers with ``script`` (iopub messages) and ``reply``."""
+
+    def __init__(self, kernel: FakeKernel) -> None:
+        self.kernel = kernel
+        self.iopub: asyncio.Queue = asyncio.Queue()
+        self.shell: asyncio.Queue = asyncio.Queue()
+        self.allow_stdin = True
+
+    def start_channels(self) -> None:
+        pass
+
+    def stop_channels(self) -> None:
+        self.kernel.log.append("stop_channels")
+
+    async def wait_for_ready(self, timeout: float) -> None:
+        pass
+
+    def execute(self, code: str, allow_stdin: bool, stop_on_error: bool) -> str:
+        self.kernel.log.append(("execute", code))
+        for msg in self.kernel.script:
+            self.iopub.put_nowait(msg)
+        self.shell.put_nowait({"parent_header": {"msg_id": MSG_ID}, "content": self.kernel.reply})
+        return MSG_ID
+
+    async def get_iopub_msg(self, timeout: float) -> dict:
+        return await self._get(self.iopub, timeout)
+
+    async def get_shell_msg(self, timeout: float) -> dict:
+        return await self._get(self.shell, timeout)
+
+    @staticmethod
+    async def _get(channel: asyncio.Queue, timeout: float) -> dict:
+        try:
+            return await asyncio.wait_for(channel.get(), timeout)
+        except asyncio.TimeoutError:
+            raise queue.Empty from None
+
+
+class FakeKernel:
+    def __init__(self, script: list[dict], reply: dict | None = None) -> None:
+        self.script = script
+        self.reply = reply or {"status": "ok", "execution_count": 7}
+        self.log: list = []
+        self.the_client = FakeClient(self)
+
+    def client(self) -> FakeClient:
+        return self.the_client
+
+    async def is_alive(self) -> bool:
+        return True
+
+
+class FakeKernelManager:
+    def __init__(self, kernel: FakeKernel) -> None:
+        self.kernel = kernel
+
+    def __contains__(self, kernel_id: str) -> bool:
+        return kernel_id == "k"
+
+    def get_kernel(self, kernel_id: str) -> FakeKernel:
+        return self.kernel
+
+    async def interrupt_kernel(self, kernel_id: str) -> None:
+        self.kernel.log.append("interrupt")
+        client = self.kernel.the_client
+        client.iopub.put_nowait(iopub("error", ename="KeyboardInterrupt", evalue="", traceback=["KeyboardInterrupt"]))
+        client.iopub.put_nowait(IDLE)
+        self.kernel.reply = {"status": "error", "execution_count": 8}
+
+
+def kernels_with(script: list[dict], reply: dict | None = None) -> tuple[Kernels, FakeKernel]:
+    kernel = FakeKernel(script, reply)
+    return Kernels(SimpleNamespace(kernel_manager=FakeKernelManager(kernel))), kernel
+
+
+async def test_on_start_gets_the_interrupt_before_the_code_is_sent():
+    kernels, kernel = kernels_with([stream("hi\n"), IDLE])
+
+    async def on_start(interrupt):
+        kernel.log.append("on_start")
+        await interrupt()
+
+    await kernels.run("k", "print('hi')", timeout=5, on_start=on_start)
+    assert kernel.log[:3] == ["on_start", "interrupt", ("execute", "print('hi')")]
+
+
+async def test_outputs_are_collected_as_jupyterlab_collects_them():
+    script = [
+        iopub("execute_input", execution_count=7, code="..."),
+        stream("a"), stream("b\n"), stream("oops\n", name="stderr"),
+        stream("not ours\n") | {"parent_header": {"msg_id": "the-ui's"}},  # another client's run: ignored
+        iopub("display_data", data={"text/plain": "v1"}, metadata={}, transient={"display_id": "d"}),
+        iopub("update_display_data", data={"text/plain": "v2"}, metadata={}, transient={"display_id": "d"}),
+        iopub("update_display_data", data={"text/plain": "?"}, metadata={}, transient={"display_id": "unknown"}),
+        iopub("clear_output", wait=True), stream("after the clear\n"),
+        iopub("execute_result", data={"text/plain": "42"}, metadata={}, execution_count=7),
+        IDLE,
+    ]
+    kernels, _ = kernels_with(script)
+    events = []
+
+    async def on_event(event, so_far):
+        events.append((event["kind"], len(so_far)))
+
+    result = await kernels.run("k", "code", timeout=5, on_event=on_event)
+    assert result.status == "ok" and result.execution_count == 7
+    assert result.outputs == [
+        {"output_type": "stream", "name": "stdout", "text": "after the clear\n"},
+        {"output_type": "execute_result", "data": {"text/plain": "42"}, "metadata": {}, "execution_count": 7},
+    ]
+    assert events == [("output", 1), ("stream", 1), ("output", 2), ("output", 3), ("update", 3),
+                      ("clear", 0), ("output", 1), ("output", 2)]
+
+
+async def test_a_timeout_interrupts_and_keeps_the_outputs_so_far():
+    kernels, kernel = kernels_with([stream("started\n")])  # never idle on its own
+    result = await kernels.run("k", "while True: pass", timeout=0.2)
+    assert "interrupt" in kernel.log
+    assert result.status == "timeout" and "timed out after 0.2s" in result.message
+    assert result.outputs[0]["text"] == "started\n" and result.outputs[-1]["ename"] == "KeyboardInterrupt"
+
+
+async def test_reply_statuses():
+    kernels, _ = kernels_with([IDLE], reply={"status": "aborted"})
+    aborted = await kernels.run("k", "x", timeout=5)
+    assert aborted.status == "aborted" and "aborted" in aborted.message
+    kernels, _ = kernels_with([iopub("error", ename="KeyboardInterrupt", evalue="", traceback=[]), IDLE],
+                              reply={"status": "error", "execution_count": 2})
+    interrupted = await kernels.run("k", "x", timeout=5)
+    assert interrupted.status == "interrupted" and interrupted.execution_count == 2
+
+
+async def test_inside_a_task_the_execution_layer_wires_both_hooks():
+    kernels, kernel = kernels_with([stream("line 1\n"), stream("line 2\n"), IDLE])
+    run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
+    token = current_task.set(run)
+    try:
+        await execution._run(kernels, "k", "code", 5, None)
+    finally:
+        current_task.reset(token)
+    assert len(run.interrupts) == 1
+    await run.interrupts[0]()
+    assert "interrupt" in kernel.log  # the registered interrupt is this run's kernel interrupt
+    cancelled = run.partial_result("cancelled")
+    assert cancelled["isError"] is False and cancelled["structuredContent"]["partial"] is True
+    assert cancelled["structuredContent"]["status"] == "cancelled"
+    assert cancelled["content"][0]["text"] == "line 1\nline 2\n"
+    assert cancelled["content"][-1]["text"] == "[cancelled: the outputs so far]"
+    failed = run.partial_result("failed")
+    assert failed["isError"] is True and failed["structuredContent"]["status"] == "error"
+
+
+async def test_outside_a_task_the_hooks_do_nothing_and_a_silent_run_keeps_no_partial():
+    kernels, _ = kernels_with([IDLE])
+    result = await execution._run(kernels, "k", "pass", 5, None)  # no task: nothing to register with
+    assert result.status == "ok" and result.outputs == []
+    run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
+    token = current_task.set(run)
+    try:
+        await execution._run(kernels_with([IDLE])[0], "k", "pass", 5, None)
+    finally:
+        current_task.reset(token)
+    assert run.partial_result("cancelled") is None  # nothing to keep: no result rather than an empty one

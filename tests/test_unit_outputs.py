@@ -1,0 +1,41 @@
+"""Unit tests of outputs as an agent reads them (pure functions)."""
+
+from __future__ import annotations
+
+from jupyter_mcp import outputs
+
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+
+def test_summaries_name_what_they_leave_out():
+    summary = outputs.summarize([
+        {"output_type": "stream", "name": "stderr", "text": ["\x1b[31mred\x1b[0m ", "text\n"]},
+        {"output_type": "error", "ename": "ValueError", "evalue": "bad",
+         "traceback": ["\x1b[0;31mTraceback\x1b[0m", "ValueError: bad"]},
+        {"output_type": "display_data", "data": {"image/png": PNG}, "metadata": {}},
+        {"output_type": "execute_result", "data": {"text/html": "<b>bold</b>", "text/plain": "<HTML>"},
+         "metadata": {}, "execution_count": 1},
+    ], max_chars=100)
+    assert summary[0] == {"output_type": "stream", "name": "stderr", "text": "red text\n"}
+    assert summary[1] == {"output_type": "error", "ename": "ValueError", "evalue": "bad",
+                          "text": "Traceback\nValueError: bad"}
+    assert summary[2] == {"output_type": "display_data", "mime_types": ["image/png"], "text": "[image/png]"}
+    assert summary[3]["text"] == "<HTML>" and summary[3]["mime_types"] == ["text/html", "text/plain"]
+
+
+def test_long_texts_are_cut_with_a_note():
+    cut = outputs.summarize([{"output_type": "stream", "name": "stdout", "text": "x" * 150}], max_chars=100)
+    assert cut[0]["text"].startswith("x" * 100) and "50 more characters not shown" in cut[0]["text"]
+    assert outputs.truncate("short", 0) == "short"  # 0: no limit
+
+
+def test_content_blocks_merge_text_and_carry_images():
+    blocks = outputs.to_content([
+        {"output_type": "stream", "name": "stdout", "text": "one"},
+        {"output_type": "display_data", "data": {"image/png": PNG + "\n", "text/plain": "<Figure>"}, "metadata": {}},
+        {"output_type": "stream", "name": "stdout", "text": "two\n"},
+    ])
+    assert [b.type for b in blocks] == ["text", "image"]
+    assert blocks[0].text == "one\ntwo\n"  # the figure's text/plain repr is not repeated
+    assert blocks[1].data == PNG and blocks[1].mime_type == "image/png"
+    assert outputs.to_content([]) == []
