@@ -14,12 +14,10 @@ import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-sys.path.insert(0, str(HERE.parent))
+from benchmarks import scenarios
+from jupyter_mcp.testing import LiveServer
 
-from benchmarks import scenarios  # noqa: E402
-from live import LiveServer  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 
 async def main(selected: list[str]) -> int:

@@ -10,15 +10,13 @@ from jupyter_client.asynchronous import AsyncKernelClient
 
 from benchmarks.harness import Result, compare
 from jupyter_mcp.client import connect
+from jupyter_mcp.testing import write_notebook
 
 Scenario = Callable[..., Awaitable[Result]]
 
 
 def write(server, name: str, sources: list[str]) -> list[str]:
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(s) for s in sources])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, server.root / name)
-    return [c.id for c in nb.cells]
+    return write_notebook(server.root / name, sources)
 
 
 async def exec_trivial(server) -> Result:
@@ -75,9 +73,8 @@ async def tasks_get_10k(server) -> Result:
     import tempfile
     from pathlib import Path
 
-    from live import LiveServer
-
     from jupyter_mcp.client import Tasks
+    from jupyter_mcp.testing import LiveServer
 
     with tempfile.TemporaryDirectory() as tmp:
         fresh = LiveServer(Path(tmp)).start()
@@ -288,7 +285,7 @@ async def memory(server) -> Result:
     import tempfile
     from pathlib import Path
 
-    from live import LiveServer
+    from jupyter_mcp.testing import LiveServer
 
     def rss_mb(pid):
         for line in open(f"/proc/{pid}/status"):
