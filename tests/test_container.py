@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -15,7 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from live import free_port
+
+from jupyter_mcp.testing import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE = "localhost/jupyter-box:test"
@@ -81,7 +83,12 @@ def test_the_container_box_passes_every_check(container_box):
 
 
 def test_the_build_used_no_network_and_the_candy_steps(container_box):
+    """The build had no network (the Containerfile's first step writes the interfaces it
+    sees to the build log: only loopback), and the candy's run steps ran in it."""
     log = (container_box["work"] / "build.log").read_text()
+    seen = re.findall(r"^build network interfaces: (.*)$", log, re.M)
+    assert seen, "the build log does not say which network the build had"
+    assert [line.split() for line in seen] == [["lo"]], f"the build had a network: {seen}"
     assert "ran: install the runtime dependency" in log and "ran: enable the extension" in log
     containerfile = (ROOT / "Containerfile").read_text()
     service = yaml.safe_load((ROOT / "charly.yml").read_text())["jupyter"]["candy"]["service"][0]["exec"]
