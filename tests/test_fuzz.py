@@ -1,24 +1,28 @@
 """Hostile input: arguments generated from every tool's published input schema, and from
 outside it (wrong types, huge strings, unicode, control characters, escaping paths).
-No crash, no 500, always a clear error; a refused call leaves the workspace unchanged."""
+No crash, no 500, always a clear error; a refused call leaves the workspace unchanged, and
+no call, refused or not, creates or changes anything outside the workspace root."""
 
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import hashlib
+import os
 import threading
 from pathlib import Path
 
 import pytest
-from helpers import write_notebook
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mcp.shared.exceptions import MCPError
 
 from jupyter_mcp.client import connect
+from jupyter_mcp.testing import LiveServer, write_notebook
 
 HOSTILE_STRINGS = st.one_of(
-    st.sampled_from(["../escape.ipynb", "../../etc/passwd.ipynb", "/etc/passwd.ipynb", "a\x00b.ipynb", "\n",
+    st.sampled_from(["../escape.ipynb", "../decoy.ipynb", "../../decoy.ipynb", "../../../escape.ipynb",
+                     "link/escape.ipynb", "link/decoy.ipynb", "link/../../decoy.ipynb", "../../etc/passwd.ipynb", "/etc/passwd.ipynb", "a\x00b.ipynb", "\n",
                      "sub/../../x.ipynb", "fuzz.ipynb/../../x.ipynb", "~/x.ipynb", "\u202e.ipynb", "CON.ipynb",
                      "x" * 5000 + ".ipynb", "💥" * 300, "", " ", "/" * 300, "%2e%2e/x.ipynb"]),
     st.text(max_size=50),
@@ -121,19 +125,71 @@ def snapshot(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if ".ipynb_checkpoints" not in p.parts}
 
 
+#: What the Jupyter server itself keeps next to the workspace (its base folder) and changes
+#: as it works: its log, its stores, its secrets, kernel connection files. None is a
+#: notebook, and the notebook tools refuse anything that is not one.
+SERVER_STATE = ("jupyter.log", ".jupyter_ystore.db*", "data/file_id_manager.db*", "data/nbsignatures.db*",
+                "data/notebook_secret", "runtime/kernel-*.json", "runtime/jpserver-*", "runtime/jupyter_cookie_secret")
+
+
+class Outside:
+    """Everything outside the workspace root a path could reach by escaping it: the whole
+    tree the test made around it (the server's base folder, a decoy notebook at each level,
+    the folder a symlink in the workspace points to), each file by size, mtime and content,
+    and the names in the session's temporary folder above it. The server's own state files
+    are left out by name."""
+
+    def __init__(self, top: Path, server_base: Path, root: Path) -> None:
+        self.top, self.server_base, self.root = top, server_base, root
+
+    def _state(self, path: Path) -> bool:
+        try:
+            mine = path.relative_to(self.server_base).as_posix()
+        except ValueError:
+            return False
+        return any(fnmatch.fnmatch(mine, pattern) for pattern in SERVER_STATE)
+
+    def snapshot(self) -> dict[str, object]:
+        seen: dict[str, object] = {f"../{name}": "entry" for name in os.listdir(self.top.parent)}
+        for folder, dirs, files in os.walk(self.top, followlinks=False):
+            here = Path(folder)
+            dirs[:] = [d for d in dirs if here / d != self.root]
+            for name in dirs:
+                seen[str((here / name).relative_to(self.top))] = "dir"
+            for name in files:
+                path = here / name
+                if self._state(path):
+                    continue
+                info = path.lstat()
+                seen[str(path.relative_to(self.top))] = (info.st_size, info.st_mtime_ns,
+                                                         hashlib.sha256(path.read_bytes()).hexdigest())
+        return seen
+
+    def changes(self, before: dict[str, object]) -> list[str]:
+        after = self.snapshot()
+        return ([f"created {p}" for p in sorted(after.keys() - before.keys())]
+                + [f"removed {p}" for p in sorted(before.keys() - after.keys())]
+                + [f"changed {p}" for p in sorted(before.keys() & after.keys()) if before[p] != after[p]])
+
+
 @pytest.fixture(scope="module")
 def fuzz_box(tmp_path_factory):
-    from live import LiveServer
-
+    # the workspace is top/server/workspace, with a decoy notebook at each level around it
+    top = tmp_path_factory.mktemp("fuzz")
     # no autosave: an accepted edit stays in its room, so a refused call that follows cannot
     # be blamed for the save of an earlier one
-    server = LiveServer(tmp_path_factory.mktemp("fuzz"), args=["--YDocExtension.document_save_delay=3600"]).start()
+    server = LiveServer(top / "server", args=["--YDocExtension.document_save_delay=3600"])
+    write_notebook(top / "decoy.ipynb", ["outside = 2"])
+    write_notebook(top / "server" / "decoy.ipynb", ["outside = 1"])
+    write_notebook(top / "elsewhere" / "decoy.ipynb", ["outside = 3"])
     (server.root / "sub").mkdir()
+    (server.root / "link").symlink_to(top / "elsewhere", target_is_directory=True)
     write_notebook(server.root / "fuzz.ipynb", ["x = 1", "y = 2"])
     write_notebook(server.root / "sub" / "inner.ipynb", ["z = 3"])
+    server.start()
     client = BackgroundClient(server.mcp_url, server.token)
     tools = {t.name: t.input_schema for t in client.tools()}
-    yield server, client, tools
+    yield server, client, tools, Outside(top, server.base, server.root)
     client.close()
     server.stop()
 
@@ -141,24 +197,23 @@ def fuzz_box(tmp_path_factory):
 SLOW = {"notebook_watch": {"timeout": 0.2}, "cell_execute": {"timeout": 5}, "code_execute": {"timeout": 5}}
 
 
-def check_one(server, client, tool, arguments, hostile):
-    before = snapshot(server.root)
+def check_one(server, client, outside, tool, arguments):
+    before, around = snapshot(server.root), outside.snapshot()
     refused, message = client.call(tool, arguments)
     if refused:
         assert message.strip(), f"{tool}({arguments!r:.200}) refused without a reason"
         assert "Traceback" not in message, message[:500]
         assert snapshot(server.root) == before, f"a refused {tool} call changed the workspace: {arguments!r:.300}"
-    elif hostile:
-        # hostile arguments may still be valid by accident (a harmless string); they never
-        # escape: nothing outside the workspace root was created
-        assert not (server.root.parent / "escape.ipynb").exists()
+    # refused or accepted (hostile arguments may be valid by accident), no call escapes
+    escaped = outside.changes(around)
+    assert not escaped, f"{tool}({arguments!r:.300}) touched what is outside the workspace: {escaped}"
 
 
 @pytest.mark.parametrize("tool", ["notebook_list", "notebook_create", "notebook_get", "notebook_watch",
                                   "notebook_list_users", "cell_get", "cell_update", "cell_insert", "cell_delete",
                                   "cell_execute", "code_execute", "room_list"])
 def test_fuzz_every_tool(fuzz_box, tool):
-    server, client, tools = fuzz_box
+    server, client, tools, around = fuzz_box
     schema = tools[tool]
 
     @settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -166,7 +221,7 @@ def test_fuzz_every_tool(fuzz_box, tool):
     def inside(data):
         arguments = data.draw(strategy_for(schema), label="within the schema")
         arguments.update({k: v for k, v in SLOW.get(tool, {}).items() if k in arguments or k == "timeout"})
-        check_one(server, client, tool, arguments, hostile=False)
+        check_one(server, client, around, tool, arguments)
 
     @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
     @given(st.data())
@@ -176,7 +231,7 @@ def test_fuzz_every_tool(fuzz_box, tool):
                               label="outside the schema")
         if tool in SLOW and isinstance(arguments.get("timeout"), (int, float)):
             arguments["timeout"] = SLOW[tool]["timeout"]
-        check_one(server, client, tool, arguments, hostile=True)
+        check_one(server, client, around, tool, arguments)
 
     inside()
     outside()
