@@ -1,6 +1,6 @@
 """Run the check: (and run:) steps of charly files against a box.
 
-The steps are charly's (see ../shared/docs/CHARLY-FORMAT.md): a prose ``check:`` with one
+The steps are charly's (their shape: checks/charly.schema.json): a prose ``check:`` with one
 verb (command, file, http, addr, mcp), matchers (equals, contains, matches, not_contains,
 not_matches, lt/le/gt/ge), and the options timeout, eventually, retry_interval, context.
 ``${HOME}``, ``${USER}``, ``${HOST_PORT:N}`` and ``${CONTAINER_NAME}`` are substituted.

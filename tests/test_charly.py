@@ -1,5 +1,5 @@
-"""The charly files follow charly's format: a schema written from the format facts
-(closed keys, CalVer, one verb per step, only charly's templates), and a broken copy fails."""
+"""The charly files follow charly's format, as checks/charly.schema.json states it (closed
+keys, CalVer, one verb per step, only charly's templates), and a broken copy fails."""
 
 from __future__ import annotations
 
@@ -57,7 +57,9 @@ def test_the_box_composes_the_candy_and_publishes_the_jupyter_server():
     assert any(s.get("enable") and "jupyter lab" in s["exec"] for s in box["service"])
 
 
-def test_the_candy_checks_what_the_issue_lists():
+def test_the_candy_checks_imports_drop_in_routing_ping_every_tool_and_a_call():
+    """What the README says the candy checks after its install steps, and that its run steps
+    are the install scripts in scripts/."""
     plan = load(CANDY)["jupyter-mcp"]["candy"]["plan"]
     checks = [s for s in plan if "check" in s]
     verbs = [next(v for v in ("command", "file", "http", "addr", "mcp") if v in s) for s in checks]
