@@ -177,7 +177,7 @@ async def propagation(server) -> Result:
     import asyncio
     import time
 
-    from ui_client import UIClient
+    from jupyter_mcp.testing import UIClient
 
     ids = write(server, "bench_prop.ipynb", ["a = 0", "b = 0"])
     counter = iter(range(1, 10**9))  # every step changes the text
@@ -231,7 +231,7 @@ async def concurrent_insert(server) -> Result:
     import contextlib
     import time
 
-    from ui_client import UIClient
+    from jupyter_mcp.testing import UIClient
 
     async def run(name, sessions, per_session):
         async def worker(client, k):

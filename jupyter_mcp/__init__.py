@@ -11,3 +11,5 @@ def _jupyter_server_extension_points() -> list[dict[str, Any]]:
     from .app import JupyterMCPApp
 
     return [{"module": "jupyter_mcp", "app": JupyterMCPApp}]
+
+__all__ = ["__version__"]

@@ -1,7 +1,8 @@
 """The Jupyter Server extension: every setting, the parts composed, started and stopped.
 
-This is the one place that reads the environment: the variables the spec names are the
-defaults of their settings. Everything below gets its settings and collaborators passed in.
+This is the one place that reads the environment: MCP_SERVER_NAME, MCP_ROOM_IDLE_TIMEOUT_SEC,
+MCP_ROOM_SWEEP_INTERVAL_SEC and JUPYTER_MCP_TASK_STORE_CLASS are the defaults of their settings.
+Everything below gets its settings and collaborators passed in.
 """
 
 from __future__ import annotations

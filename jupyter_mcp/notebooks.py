@@ -50,7 +50,7 @@ class Notebooks:
 
     # -- files -------------------------------------------------------------------------
 
-    def list(self, folder: str) -> dict[str, Any]:
+    def list_notebooks(self, folder: str) -> dict[str, Any]:
         return {"notebooks": files.list_notebooks(self.root_dir, canonical_path(self.root_dir, folder, notebook=False))}
 
     async def create(self, path: str, kernel_name: str | None, new_cells: list[dict[str, Any]] | None) -> dict[str, Any]:

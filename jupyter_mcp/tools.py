@@ -72,7 +72,7 @@ async def notebook_list(
     {"notebooks": [{"path", "size", "last_modified"}, ...]} sorted by path; each
     path can be passed to any other tool as is. Reads the files on disk.
     """
-    return nbs.list(folder)
+    return nbs.list_notebooks(folder)
 
 
 @tool(EDIT)

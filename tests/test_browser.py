@@ -12,10 +12,10 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
-from helpers import call, write_notebook
 from mcp_types import Implementation
 
 from jupyter_mcp.client import connect
+from jupyter_mcp.testing import call, new_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """A real jupyter lab with news and update prompts switched off."""
-    from live import LiveServer
+    from jupyter_mcp.testing import LiveServer
 
     base = tmp_path_factory.mktemp("lab")
     settings = base / "lab-settings" / "@jupyterlab" / "apputils-extension"
@@ -80,8 +80,7 @@ async def shot(page, name):
 
 
 def notebook(lab, *sources):
-    name = f"ui-{uuid.uuid4().hex[:6]}.ipynb"
-    return name, write_notebook(lab.root / name, list(sources))
+    return new_notebook(lab.root, *sources, prefix="ui")
 
 
 async def test_agent_update_and_insert_appear_in_the_open_notebook(lab, tmp_path):

@@ -9,18 +9,16 @@ import uuid
 
 import httpx
 import pytest
-from helpers import call, refused, write_notebook
-from ui_client import UIClient, ui_execute, ui_session
 
 from jupyter_mcp.client import LEGACY, MODERN, connect
+from jupyter_mcp.testing import UIClient, call, new_notebook, refused, ui_execute, ui_session, write_notebook
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 FIVE_LINES = "import time\nfor i in range(5):\n    print(f'line {i}', flush=True)\n    time.sleep(0.3)"
 
 
 def notebook(live, *sources: str) -> tuple[str, list[str]]:
-    name = f"ex-{uuid.uuid4().hex[:8]}.ipynb"
-    return name, write_notebook(live.root / name, list(sources))
+    return new_notebook(live.root, *sources, prefix="ex")
 
 
 def stdout_of(ycell) -> str:

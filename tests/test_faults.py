@@ -14,11 +14,10 @@ import uuid
 import httpx
 import nbformat
 import pytest
-from helpers import call, refused, write_notebook
 from mcp.shared.exceptions import MCPError
-from ui_client import UIClient
 
 from jupyter_mcp.client import Tasks, connect
+from jupyter_mcp.testing import UIClient, call, refused, write_notebook
 
 TICKS = "import time\nfor i in range({n}):\n    print(f'tick {{i}}', flush=True)\n    time.sleep({every})"
 
@@ -120,7 +119,7 @@ async def test_room_deleted_under_a_running_execution(mcp_url, jp_token, mcp_ext
 
 async def test_redis_restart_under_the_task_store(live_factory, tmp_path):
     """Clear errors while Redis is down, recovery after."""
-    from conftest import RedisServer
+    from jupyter_mcp.testing import RedisServer
 
     redis = RedisServer(tmp_path).start()
     try:

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from helpers import write_notebook
+from jupyter_mcp.testing import write_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"

@@ -132,7 +132,7 @@ def test_command_line_client_calls_a_tool_and_explains_a_failure(live):
 def test_another_users_request_on_a_session_is_refused(live_factory):
     """An MCP session belongs to the user who opened it; another user's request on it
     answers as for an unknown session, and the owner's session goes on working."""
-    server = live_factory(token="alice-token", args=["--ServerApp.identity_provider_class=identity_two_users.TwoUsers"])
+    server = live_factory(token="alice-token", args=["--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers"])
     accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}

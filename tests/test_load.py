@@ -9,9 +9,9 @@ import random
 import time
 import uuid
 
-from helpers import write_notebook
 
 from jupyter_mcp.client import Tasks, connect
+from jupyter_mcp.testing import write_notebook
 
 SESSIONS = 20
 DURATION_SEC = 60

@@ -8,15 +8,13 @@ import sqlite3
 import uuid
 
 import pytest
-from helpers import call, disk_sources, refused, write_notebook
-from ui_client import UIClient
 
 from jupyter_mcp.client import LEGACY, MODERN, connect
+from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook, refused, write_notebook
 
 
 def fresh(live, sources=("a = 1", "b = 2", "c = 3")) -> tuple[str, list[str]]:
-    name = f"nb-{uuid.uuid4().hex[:8]}.ipynb"
-    return name, write_notebook(live.root / name, list(sources))
+    return new_notebook(live.root, *sources)
 
 
 def rooms_for(listing: dict, path: str) -> list[dict]:

@@ -7,12 +7,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from helpers import call, write_notebook
 from mcp_types import Implementation
-from ui_client import UIClient
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.presence import preferred_colour
+from jupyter_mcp.testing import UIClient, call, write_notebook
 
 
 def agent_named(client_name):

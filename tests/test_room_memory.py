@@ -6,9 +6,9 @@ from __future__ import annotations
 import gc
 import weakref
 
-from helpers import call, write_notebook
 
 from jupyter_mcp.client import connect
+from jupyter_mcp.testing import call, write_notebook
 
 
 async def test_a_swept_room_frees_its_document(mcp_url, jp_token, mcp_ext, jp_root_dir):

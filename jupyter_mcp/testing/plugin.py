@@ -1,6 +1,7 @@
 """pytest fixtures: an in-process Jupyter server with jupyter-mcp (pytest-jupyter's way), a
 shared real `jupyter lab` process, extra ones with their own settings, a real Redis, and
-both MCP protocol eras. Load with ``pytest_plugins = ["jupyter_mcp.testing.plugin"]``."""
+both MCP protocol eras. Load it after pytest-jupyter's, whose ``jp_server_config`` it overrides:
+``pytest_plugins = ["pytest_jupyter.jupyter_server", "jupyter_mcp.testing.plugin"]``."""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ import pytest
 
 from .live import LiveServer
 from .redis import RedisServer
-
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
 
 @pytest.fixture
