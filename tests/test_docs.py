@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import re
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_tools_reference_is_current():
-    sys.path.insert(0, str(ROOT / "docs"))
-    import generate_tools
+def generator():
+    """docs/generate_tools.py, loaded from its file."""
+    spec = importlib.util.spec_from_file_location("generate_tools", ROOT / "docs" / "generate_tools.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
+
+def test_tools_reference_is_current():
+    generate_tools = generator()
     assert (ROOT / "docs" / "tools.md").read_text() == generate_tools.main(), \
         "docs/tools.md is stale: run `python docs/generate_tools.py`"
 
@@ -25,12 +32,7 @@ VERBS = {"list", "create", "get", "watch", "update", "insert", "delete", "execut
 def test_every_tool_is_documented_and_named_noun_verb():
     """Every tool the server lists is named <noun>_<verb>[_<object>] and has its section;
     no section describes a tool that is not there."""
-    sys.path.insert(0, str(ROOT / "docs"))
-    import asyncio
-
-    import generate_tools
-
-    names = [t.name for t in asyncio.run(generate_tools.tools())]
+    names = [t.name for t in asyncio.run(generator().tools())]
     assert len(names) == len(set(names)) and names
     for name in names:
         noun, verb, *rest = name.split("_") + [""]
