@@ -21,7 +21,7 @@ from .identity import Agent
 from .kernels import Kernels
 from .paths import canonical_path
 from .presence import AgentPresence
-from .rooms import LiveNotebook, Rooms
+from .rooms import LiveNotebook, Rooms, file_id_of
 
 
 class Notebooks:
@@ -92,7 +92,7 @@ class Notebooks:
             described.append({
                 "room_id": room_id,
                 "path": path,
-                "file_id": room_id.split(":", 2)[2],
+                "file_id": file_id_of(room_id),
                 "users": [u["display_name"] for u in people],
                 "user_count": len(people),
                 "clients": len(room.clients),
