@@ -1,8 +1,8 @@
-"""When MCP last used each room, and which rooms have work in progress.
+"""When MCP last used each room, which rooms have work in progress, and which could not be saved.
 
 The sweeper closes a room only once it has been idle (no client, no MCP use, nothing
-running) for its timeout; ``room_list`` shows the idle time; a running cell keeps its
-agent present. All three read it here.
+running) for its timeout, and only once it is saved; ``room_list`` shows the idle time and
+the last failed save; a running cell keeps its agent present. All three read it here.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ class Activity:
         self._last_used: dict[str, float] = {}
         self._first_seen: dict[str, float] = {}  # rooms MCP never used, since the sweeper first saw them
         self._running: Counter[str] = Counter()
+        self._save_errors: dict[str, str] = {}  # rooms whose last save failed: why
 
     def touch(self, room_id: str) -> None:
         self._last_used[room_id] = time.monotonic()
@@ -53,6 +54,17 @@ class Activity:
             last = self._first_seen.setdefault(room_id, now)
         return now - last
 
+    def save_failed(self, room_id: str, reason: str) -> None:
+        self._save_errors[room_id] = reason
+
+    def save_succeeded(self, room_id: str) -> None:
+        self._save_errors.pop(room_id, None)
+
+    def save_error(self, room_id: str) -> str | None:
+        """Why the room's last save failed (its edits are only in memory), or None."""
+        return self._save_errors.get(room_id)
+
     def forget(self, room_id: str) -> None:
         self._last_used.pop(room_id, None)
         self._first_seen.pop(room_id, None)
+        self._save_errors.pop(room_id, None)

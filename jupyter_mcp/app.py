@@ -124,7 +124,8 @@ class JupyterMCPApp(ExtensionApp):
         self.rooms = Rooms(self.serverapp, root_dir)
         self.presence = AgentPresence(self.agent_idle_timeout, busy=self.activity.busy)
         self.sweeper = Sweeper(self.rooms, self.activity, idle_timeout=self.room_idle_timeout,
-                               interval=self.room_sweep_interval, on_close=self.presence.forget_room)
+                               interval=self.room_sweep_interval, on_close=self.presence.forget_room,
+                               logger=self.log)
         self.kernels = Kernels(self.serverapp)
         try:
             store = load_store(self.task_store_class, **self.task_store_options)

@@ -41,6 +41,12 @@ class Notebooks:
         self.presence.seen(agent, nb.room_id, nb.room, nb.path, self.rooms.global_awareness())
         return nb
 
+    async def open_for_edit(self, path: str, agent: Agent) -> LiveNotebook:
+        """``open``, for an operation that changes the notebook: refused, before anything
+        changes, if the server cannot write the notebook's file (the edit could never be saved)."""
+        self.rooms.writable(path)
+        return await self.open(path, agent)
+
     async def edited(self, nb: LiveNotebook) -> None:
         """After an edit: let the room broadcast the update to the people watching before
         the answer to the agent is put together."""
@@ -98,6 +104,8 @@ class Notebooks:
                 "clients": len(room.clients),
                 "has_kernel": path in with_kernel,
                 "idle_seconds": self.activity.idle_seconds(room_id),
+                "saved": self.activity.save_error(room_id) is None,
+                "save_error": self.activity.save_error(room_id),
             })
         return {"rooms": described}
 
@@ -105,7 +113,7 @@ class Notebooks:
 
     async def update(self, path: str, agent: Agent, source: str, cell_id: str | None, index: int | None,
                      cell_type: CellType | None) -> dict[str, Any]:
-        nb = await self.open(path, agent)
+        nb = await self.open_for_edit(path, agent)
         i = cells.locate(nb.doc, cell_id, index)
         cells.update(nb.doc, i, source, cell_type)
         await self.edited(nb)
@@ -115,7 +123,7 @@ class Notebooks:
                      after_cell_id: str | None) -> dict[str, Any]:
         if after_cell_id is not None and index is not None:
             raise NotebookError("give index or after_cell_id, not both")
-        nb = await self.open(path, agent)
+        nb = await self.open_for_edit(path, agent)
         if after_cell_id is not None:
             position = cells.locate(nb.doc, after_cell_id) + 1
         else:
@@ -125,7 +133,7 @@ class Notebooks:
         return {"id": new_id, "index": position, "cell_count": len(nb.doc.ycells)}
 
     async def delete(self, path: str, agent: Agent, cell_id: str | None, index: int | None) -> dict[str, Any]:
-        nb = await self.open(path, agent)
+        nb = await self.open_for_edit(path, agent)
         gone = cells.delete(nb.doc, cells.locate(nb.doc, cell_id, index))
         await self.edited(nb)
         return {"deleted": gone, "cell_count": len(nb.doc.ycells)}
@@ -134,7 +142,7 @@ class Notebooks:
 
     async def run_cell(self, path: str, agent: Agent, cell_id: str | None, index: int | None, timeout: float,
                        stream: bool, ctx: Context | None, max_output_chars: int) -> ToolResult:
-        nb = await self.open(path, agent)
+        nb = await self.open_for_edit(path, agent)
         return await execution.run_cell(self.rooms, self.activity, self.kernels, nb, cell_id, index, timeout,
                                         execution.ClientStream(ctx) if stream else None, max_output_chars)
 

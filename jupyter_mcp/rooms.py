@@ -6,19 +6,33 @@ one made by jupyter-server-ydoc itself, under the same per-room lock its websock
 takes. So MCP and the people in JupyterLab always share one document.
 
 This is the one module that knows jupyter-server-ydoc's (and jupyter-ydoc's) internals:
-the room table, a room's document, its save, its delayed cleanup, the room locks.
+the room table, a room's document, its file loader, its delayed cleanup, the room locks.
+
+Saving is ours, not jupyter-server-ydoc's ``_save_to_disc``: its save task swallows every
+outcome (a file it may not write is skipped without a word, a failed write is logged and the
+task ends as if it had saved), so a caller could never tell a saved room from a lost one.
+``Rooms.save`` writes through the room's own file loader and says what happened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from jupyter_server_ydoc.utils import decode_file_path, encode_file_path, room_id_from_encoded_path
+from jupyter_server.utils import ensure_async
+from jupyter_server_ydoc.utils import (
+    OutOfBandChanges,
+    decode_file_path,
+    encode_file_path,
+    room_id_from_encoded_path,
+)
+from pycrdt import Doc
 
 from .errors import NotebookError
 from .paths import canonical_path, to_os_path
@@ -33,6 +47,22 @@ def room_id_of(file_id: str) -> str:
 
 def file_id_of(room_id: str) -> str:
     return decode_file_path(room_id)[2]
+
+
+# What jupyter-ydoc puts in a notebook's metadata when its file has none (YNotebook._set):
+# placeholders, not the notebook's; a save leaves them out rather than write them into the file.
+METADATA_PLACEHOLDERS = {"kernelspec": {"name": "", "display_name": ""}, "language_info": {"name": ""}}
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What a save did. ``ok``: the file holds the room's document (written now, or it already
+    did: ``wrote`` says which). Otherwise ``reason`` says why not, naming the file."""
+
+    ok: bool
+    reason: str | None = None
+    wrote: bool = False
+    gone: bool = False  # the file no longer exists: there is nothing to save the room into
 
 
 @dataclass
@@ -69,6 +99,9 @@ class Rooms:
         self.serverapp = serverapp
         self.root_dir = root_dir
         self._resolved: dict[str, str] = {}  # canonical path -> room id, as last resolved
+        # room -> its document's state vector when it last differed from its file: a save tried
+        # again (after a failure) writes without reading the file again if nothing changed since
+        self._differs: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
 
     @property
     def ydoc(self) -> Any:
@@ -112,6 +145,18 @@ class Rooms:
                                 "notebook_create makes a new one)")
         return canonical
 
+    def writable(self, path: object) -> str:
+        """The canonical path of an existing notebook this server may write; else a refusal.
+
+        For the tools that change a notebook: an edit of a file the server cannot write could
+        never be saved, so it is refused before it changes anything."""
+        canonical = self._existing_notebook(path)
+        if not os.access(to_os_path(self.root_dir, canonical), os.W_OK):
+            raise NotebookError(f"the server cannot write {canonical!r} (its file permissions do not let the "
+                                "user the server runs as write it), so an edit could never be saved; nothing "
+                                "was changed. Reading it works; to edit it, make the file writable for the server")
+        return canonical
+
     async def open(self, path: object) -> LiveNotebook:
         """The live notebook at ``path``, attaching to its room or creating it."""
         canonical = self._existing_notebook(path)
@@ -149,10 +194,15 @@ class Rooms:
     def _in_use(self, nb: LiveNotebook) -> LiveNotebook:
         """MCP uses this room now: ydoc's own delayed cleanup (armed when the last UI client
         left) no longer applies to it; the sweeper decides when it closes."""
-        cleaner = getattr(nb.room, "cleaner", None)
+        self.keep_open(nb.room)
+        return nb
+
+    def keep_open(self, room: Any) -> None:
+        """Cancel jupyter-server-ydoc's delayed cleanup of the room, if one is armed (it
+        deletes the room without saving it): the sweeper closes it, once it is saved."""
+        cleaner = getattr(room, "cleaner", None)
         if cleaner is not None and not cleaner.done():
             cleaner.cancel()
-        return nb
 
     def _drop_if_broken(self, room_id: str, keep: Any) -> None:
         room = self._table.get(room_id)
@@ -201,13 +251,71 @@ class Rooms:
         async with self.ydoc._room_locks[room_id]:
             yield self._table.get(room_id)
 
-    async def save(self, room: Any) -> bool:
-        """Write the room's document to disk now and wait for it (what Ctrl+S does)."""
-        task = room._save_to_disc()
-        if task is None:  # an out-of-band reload holds the room's update lock
-            return False
-        await task
-        return True
+    async def save(self, room: Any) -> Saved:
+        """Make the room's file hold the room's document, and say whether it does.
+
+        A document that is what loading its file gives (nobody changed it, or
+        jupyter-server-ydoc's autosave already wrote the change) is not written: a read never
+        rewrites a file. Otherwise it is written through the room's file loader (what Ctrl+S
+        does, and with its check for changes on disk), jupyter-ydoc's metadata placeholders
+        left out. Never raises for a failed save: the answer says why, naming the file."""
+        loader = room._file
+        try:
+            path = loader.path
+        except RuntimeError:  # the file id lost its path: the file was deleted
+            return Saved(False, f"the file of room {room.room_id} was deleted", gone=True)
+        if room._update_lock.locked():
+            return Saved(False, f"{path!r} is being reloaded into the room (it changed on disk); not saved yet")
+        state = room.ydoc.get_state()
+        content = await room._document.aget()
+        if not os.path.exists(to_os_path(self.root_dir, path)):
+            return Saved(False, f"{path!r} was deleted", gone=True)
+        if self._differs.get(room) != state:
+            try:
+                if await self._matches_file(room, path, content):
+                    return Saved(True)
+            except Exception:
+                pass  # unreadable: the write below says whether it can be saved
+            self._differs[room] = state
+        model = {"format": room._file_format, "type": room._file_type, "content": _without_placeholders(content)}
+        try:
+            saved_model = await loader.maybe_save_content(model)
+        except OutOfBandChanges:
+            # jupyter-server-ydoc's rule: the file on disk wins, the room takes its content.
+            await room._on_outofband_change()
+            return Saved(False, f"{path!r} changed on disk since the room loaded it; the room took the file's "
+                                "content (as jupyter-server-ydoc does) and its own unsaved edits were dropped")
+        except Exception as exc:
+            reason = getattr(exc, "log_message", None) or str(exc) or type(exc).__name__
+            reason = reason.replace(self.root_dir.rstrip(os.sep) + os.sep, "")  # workspace paths, not the box's
+            return Saved(False, f"writing {path!r} failed: {reason}")
+        if saved_model is None:  # the loader skips a file the contents manager says is not writable
+            if not os.access(to_os_path(self.root_dir, path), os.W_OK):
+                return Saved(False, f"the server cannot write {path!r} (its file permissions do not let the "
+                                    "user the server runs as write it)")
+            return Saved(False, f"the save of {path!r} was interrupted")
+        self._differs.pop(room, None)
+        if room.clients:  # mark the save as jupyter-server-ydoc marks its own, for the people in the room
+            # (with nobody there, the room is about to close: a change now would reach its
+            # broadcast loop after the room stopped)
+            async with room._update_lock:
+                room._document.dirty = False
+                room._document.hash = saved_model["hash"]
+        return Saved(True, wrote=True)
+
+    async def _matches_file(self, room: Any, path: str, content: Any) -> bool:
+        """Whether ``content`` is what loading the file into a room gives now (read through the
+        contents manager directly: the loader's own read would reset its changed-on-disk check)."""
+        contents = self.serverapp.contents_manager
+        model = await ensure_async(contents.get(path, format=room._file_format, type=room._file_type, content=True))
+        loaded = model["content"]
+        if room._file_type == "file" and isinstance(loaded, str):
+            loaded = loaded.replace("\r\n", "\n")  # as the loader normalises text files
+        fresh = type(room._document)(Doc())
+        await fresh.aset(loaded)
+        fresh_content = await fresh.aget()
+        _same_made_up_ids(loaded, fresh_content, content)
+        return fresh_content == content
 
     async def close(self, room_id: str, room: Any) -> None:
         """Delete the room as jupyter-server-ydoc's handler does when its last client left."""
@@ -219,3 +327,29 @@ class Rooms:
         if file_id in loaders and loaders[file_id].number_of_subscriptions == 0:
             await loaders.remove(file_id)
         self._resolved = {path: rid for path, rid in self._resolved.items() if rid != room_id}
+
+
+def _without_placeholders(content: Any) -> Any:
+    """A notebook's content without the metadata jupyter-ydoc made up for a file that had none."""
+    metadata = content.get("metadata") if isinstance(content, dict) else None
+    if not isinstance(metadata, dict) or not any(metadata.get(k) == v for k, v in METADATA_PLACEHOLDERS.items()):
+        return content
+    content = {**content, "metadata": copy.copy(metadata)}
+    for key, placeholder in METADATA_PLACEHOLDERS.items():
+        if content["metadata"].get(key) == placeholder:
+            del content["metadata"][key]
+    return content
+
+
+def _same_made_up_ids(loaded: Any, fresh: Any, live: Any) -> None:
+    """Give ``fresh`` the live document's ids where jupyter-ydoc made one up at random on
+    loading (a cell with no id in the file; the one empty cell of a notebook with none), so
+    that loading the same file twice compares equal."""
+    if not (isinstance(loaded, dict) and isinstance(fresh, dict) and isinstance(live, dict)):
+        return
+    file_cells = loaded.get("cells") or []
+    made_up = [i for i, cell in enumerate(file_cells) if "id" not in cell] if file_cells else [0]
+    fresh_cells, live_cells = fresh.get("cells") or [], live.get("cells") or []
+    for i in made_up:
+        if i < len(fresh_cells) and i < len(live_cells) and "id" in fresh_cells[i] and "id" in live_cells[i]:
+            fresh_cells[i]["id"] = live_cells[i]["id"]

@@ -1,8 +1,11 @@
 """The idle-room sweeper and the shutdown flush.
 
 A room with no connected client and no MCP activity for the idle timeout is saved, checked
-again (someone may have arrived during the save), then closed. At shutdown every room MCP
-used is saved before the rooms stop: closing a room is only safe once its edits are on disk.
+again (someone may have arrived during the save), then closed. A room nobody changed is
+closed without writing its file. A room whose save fails stays open with its edits: the
+sweeper says so (a warning naming the file and the reason, and ``room_list``) and tries again
+at every sweep until the save works. At shutdown every room MCP used is saved before the rooms
+stop, and one error line names each room that could not be.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ log = logging.getLogger(__name__)
 
 class Sweeper:
     def __init__(self, rooms: Rooms, activity: Activity, *, idle_timeout: float, interval: float,
-                 on_close: Callable[[str], None] = lambda room_id: None) -> None:
+                 on_close: Callable[[str], None] = lambda room_id: None, logger: logging.Logger | None = None) -> None:
         self.rooms = rooms
         self.activity = activity
         self.idle_timeout = idle_timeout
         self.interval = interval
         self.on_close = on_close
+        self.log = logger or log  # the server's log, so that its lines reach the server's output
         self._task: asyncio.Task[None] | None = None
 
     def _closable(self, room_id: str, room: Any) -> bool:
@@ -35,7 +39,8 @@ class Sweeper:
         return self.activity.idle_for(room_id, time.monotonic()) >= self.idle_timeout
 
     async def sweep(self) -> list[str]:
-        """Save, then close, every room with no client and no MCP activity for the idle timeout."""
+        """Save, then close, every room with no client and no MCP activity for the idle timeout;
+        keep every room whose save failed."""
         closed = []
         for room_id, room in self.rooms.document_rooms():
             if not self._closable(room_id, room):
@@ -43,15 +48,29 @@ class Sweeper:
             async with self.rooms.locked(room_id) as current:
                 if current is not room:
                     continue
-                if not await self.rooms.save(room):
+                saved = await self.rooms.save(room)
+                if saved.gone:
+                    self.log.warning("jupyter_mcp: closing room %s: %s; what it held that was not saved before "
+                                     "is dropped with it", room_id, saved.reason)
+                elif not saved.ok:
+                    self.activity.save_failed(room_id, saved.reason or "unknown")
+                    self.rooms.keep_open(room)
+                    self.log.warning("jupyter_mcp: could not save %s: %s. Its room %s stays open with its edits; "
+                                     "the save is tried again at the next sweep",
+                                     self.rooms.path_of(room_id) or room_id, saved.reason, room_id)
                     continue
+                else:
+                    if self.activity.save_error(room_id) is not None:
+                        self.log.info("jupyter_mcp: saved %s at last (room %s)",
+                                         self.rooms.path_of(room_id) or room_id, room_id)
+                    self.activity.save_succeeded(room_id)
                 # The save awaited: re-check that nobody arrived meanwhile.
                 if not self._closable(room_id, room):
                     continue
                 await self.rooms.close(room_id, room)
             self.activity.forget(room_id)
             self.on_close(room_id)
-            log.info("jupyter_mcp: saved and closed idle room %s", room_id)
+            self.log.info("jupyter_mcp: %s idle room %s", "saved and closed" if saved.wrote else "closed", room_id)
             closed.append(room_id)
         return closed
 
@@ -62,15 +81,23 @@ class Sweeper:
                 if await self.sweep():
                     release_memory()
             except Exception:
-                log.exception("jupyter_mcp: the idle-room sweep failed; it runs again next interval")
+                self.log.exception("jupyter_mcp: the idle-room sweep failed; it runs again next interval")
 
-    async def flush(self) -> None:
-        """Save every room MCP used (at shutdown, before the rooms stop)."""
+    async def flush(self) -> list[str]:
+        """Save every room MCP used (at shutdown, before the rooms stop); the reasons of the
+        rooms that could not be saved, which one error line of the log also names."""
         rooms = [(rid, room) for rid, room in self.rooms.document_rooms() if self.activity.used(rid)]
         results = await asyncio.gather(*(self.rooms.save(room) for _, room in rooms), return_exceptions=True)
+        unsaved = []
         for (room_id, _), result in zip(rooms, results):
             if isinstance(result, BaseException):
-                log.error("jupyter_mcp: could not save room %s at shutdown: %r", room_id, result)
+                unsaved.append(f"{self.rooms.path_of(room_id) or room_id}: {type(result).__name__}: {result}")
+            elif not result.ok:
+                unsaved.append(result.reason or f"room {room_id}: unknown")
+        if unsaved:
+            self.log.error("jupyter_mcp: %d room(s) could not be saved at shutdown, their unsaved edits are lost: %s",
+                           len(unsaved), " | ".join(unsaved))
+        return unsaved
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._sweep_forever(), name="jupyter-mcp-room-sweeper")

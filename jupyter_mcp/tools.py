@@ -268,7 +268,11 @@ async def room_list(nbs: Notebooks = NOTEBOOKS) -> views.Rooms:
     """List every open collaborative document room (diagnostic, read-only).
 
     Returns {"rooms": [{"room_id", "path", "file_id", "users", "user_count",
-    "clients", "has_kernel", "idle_seconds"}]}. One notebook never has two rooms;
-    idle_seconds is the time since MCP last used the room (null if it never did).
+    "clients", "has_kernel", "idle_seconds", "saved", "save_error"}]}. One notebook
+    never has two rooms; idle_seconds is the time since MCP last used the room (null
+    if it never did). saved is false when the room's last save failed (the file could
+    not be written: permissions, a full disk): its edits are only in the room, which
+    stays open and is saved again at each sweep until that works; save_error says why,
+    naming the file (null when saved is true).
     """
     return await nbs.room_list()

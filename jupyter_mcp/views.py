@@ -135,6 +135,8 @@ class Room(TypedDict):
     clients: int
     has_kernel: bool
     idle_seconds: float | None
+    saved: bool  # false: the last save failed, the edits are only in this room (kept open, retried each sweep)
+    save_error: str | None  # why the last save failed, naming the file
 
 
 class Rooms(TypedDict):

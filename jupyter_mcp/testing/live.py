@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -20,11 +21,21 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+# Capabilities that let root read and write any file whatever its owner and mode.
+FILE_PERMISSION_OVERRIDES = ("dac_override", "dac_read_search", "fowner")
+
+
 class LiveServer:
-    """Starts `jupyter lab` on a free port with its own workspace and Jupyter dirs."""
+    """Starts `jupyter lab` on a free port with its own workspace and Jupyter dirs.
+
+    ``unprivileged_files=True`` starts it without root's file-permission override (the
+    capabilities above dropped from its bounding set by ``setpriv``), so that file modes and
+    owners apply to the server as they do on a box that runs it unprivileged: a file owned by
+    someone else with mode 0644 is readable but not writable. Only root can drop them; a
+    server started so by anyone else would be no different, so that is refused."""
 
     def __init__(self, base: Path, *, env: dict[str, str] | None = None, args: list[str] | None = None,
-                 base_url: str = "/", token: str | None = None) -> None:
+                 base_url: str = "/", token: str | None = None, unprivileged_files: bool = False) -> None:
         self.base = base
         self.root = base / "workspace"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -33,6 +44,7 @@ class LiveServer:
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self.extra_env = env or {}
         self.args = args or []
+        self.unprivileged_files = unprivileged_files
         self.log_path = base / "jupyter.log"
         self.proc: subprocess.Popen | None = None
 
@@ -60,9 +72,19 @@ class LiveServer:
         env.update(self.extra_env)
         return env
 
+    def command_prefix(self) -> list[str]:
+        if not self.unprivileged_files:
+            return []
+        if os.geteuid() != 0:
+            raise RuntimeError("unprivileged_files drops root's file-permission override; this process is not root")
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            raise RuntimeError("unprivileged_files needs setpriv (util-linux)")
+        return [setpriv, "--bounding-set=" + ",".join("-" + cap for cap in FILE_PERMISSION_OVERRIDES), "--"]
+
     def start(self, timeout: float = 60) -> LiveServer:
         cmd = [
-            sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
+            *self.command_prefix(), sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
             f"--port={self.port}", "--ip=127.0.0.1", "--ServerApp.port_retries=0",
             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
             f"--ServerApp.base_url={self.base_url}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
