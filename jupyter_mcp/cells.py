@@ -3,8 +3,15 @@
 Each operation is synchronous on purpose: between finding a cell and changing it
 there is no ``await``, so no other edit (another agent, a person) can slip in and
 shift the indexes. Cells are edited in place: ``cell_update`` changes the existing
-source Text (a diff), never replaces the cell's Map, so the id, the position and
-every other client's cursor survive.
+source Text, never replaces the cell's Map, so the id and the position survive, and
+so does every other client's cursor outside the part that changed.
+
+Being synchronous, each operation holds the server's event loop (every user's requests,
+kernels and UI) while it runs, so each is bounded: a new source replaces only what lies
+between the longest common prefix and suffix of the old and new texts (linear, at memcmp
+speed: jupyter-ydoc's ``set_cell(source=...)`` runs difflib's SequenceMatcher instead,
+which took seconds on a 32 KB text unlike the one it replaced), and no source may be
+longer than ``MAX_SOURCE_CHARS``.
 """
 
 from __future__ import annotations
@@ -110,16 +117,92 @@ def brief(ycell: Map, index: int) -> dict[str, Any]:
             "source": str(ycell.get("source", ""))}
 
 
+#: The longest source one cell may be given, in characters (code points): 256 Ki. Every path
+#: in this module that writes a cell's source checks it (``check_source``). Any source this
+#: long fits in the MCP server's 4 MiB request limit however a client encodes it (at most 12
+#: bytes of JSON a character: ``\ud83d\ude00``), so an agent over it gets this clear refusal,
+#: not the transport's bare HTTP 413; and writing it (the request, the edit, the answer, the
+#: broadcast to the UIs, the save) holds the event loop for a few tens of milliseconds at most.
+MAX_SOURCE_CHARS = 1 << 18
+
+
+def check_source(source: object) -> bytes:
+    """The source as UTF-8, if a cell may hold it; refuses clearly (before anything changes)."""
+    if not isinstance(source, str):
+        raise NotebookError(f"source must be a string, not {type(source).__name__}")
+    if len(source) > MAX_SOURCE_CHARS:
+        raise NotebookError(f"source is {len(source):,} characters, over the limit of {MAX_SOURCE_CHARS:,} "
+                            "characters for one cell; nothing was changed (split it across cells, or keep "
+                            "the data in a file the code reads)")
+    try:
+        return source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise NotebookError(f"source is not valid Unicode (a lone surrogate at character {exc.start}); "
+                            "nothing was changed") from None
+
+
+def _continues(data: bytes, i: int) -> bool:
+    """Whether byte ``i`` of UTF-8 ``data`` is inside a character (not the start of one or the end)."""
+    return i < len(data) and data[i] & 0xC0 == 0x80
+
+
+def _shared(a: bytes, b: bytes, limit: int, from_end: bool) -> int:
+    """How many bytes (at most ``limit``) ``a`` and ``b`` share at their start (or end).
+
+    Compares slices (memcmp) growing twice as long, then bisects the last one: time linear
+    in the answer, however different the rest is."""
+    def part(data: bytes, i: int, j: int) -> bytes:  # bytes i..j counted from the start or the end
+        return data[len(data) - j:len(data) - i] if from_end else data[i:j]
+
+    same, step = 0, 64
+    while same < limit:
+        stop = min(same + step, limit)
+        if part(a, same, stop) != part(b, same, stop):
+            while stop - same > 1:  # a and b agree on `same` bytes, not on `stop`
+                mid = (same + stop) // 2
+                if part(a, same, mid) == part(b, same, mid):
+                    same = mid
+                else:
+                    stop = mid
+            return same
+        same, step = stop, step * 2
+    return same
+
+
+def replace_text(text: Text, new: bytes) -> None:
+    """Make ``text`` hold the UTF-8 ``new``, editing only what lies between the longest common
+    prefix and suffix, in one transaction; linear in the texts' length.
+
+    A person's cursor before or after the changed span stays where it was (a small edit
+    touches a small span); texts with nothing in common are replaced whole. pycrdt indexes a
+    Text in UTF-8 bytes, so both ends are moved back to character boundaries."""
+    old = str(text).encode("utf-8")
+    if old == new:
+        return  # no event, no cursor moved
+    limit = min(len(old), len(new))
+    start = _shared(old, new, limit, from_end=False)
+    while start and (_continues(old, start) or _continues(new, start)):
+        start -= 1
+    tail = _shared(old, new, limit - start, from_end=True)
+    while tail and _continues(old, len(old) - tail):  # the same byte in `new`: it is shared
+        tail -= 1
+    old_end, new_end = len(old) - tail, len(new) - tail
+    with text.doc.transaction():
+        if old_end > start:
+            del text[start:old_end]
+        if new_end > start:
+            text.insert(start, new[start:new_end].decode("utf-8"))
+
+
 def set_source(ynb: Any, index: int, source: str) -> None:
-    """Replace the source of the cell at ``index`` by editing its Text in place."""
+    """Replace the source of the cell at ``index`` by editing its Text in place, in one
+    transaction (the cell's Map, id and position stay); refuses a source over the cap."""
+    new = check_source(source)
     ycell = ynb.ycells[index]
-    before = id_of(ycell)
-    if not isinstance(ycell.get("source"), Text):  # a legacy cell with a plain string source
-        ycell["source"] = Text()
-    ynb.set_cell(index, source=source)
-    after = id_of(ynb.ycells[index])
-    if after != before:
-        raise RuntimeError(f"cell id changed during an in-place update ({before!r} -> {after!r})")
+    with ynb.ydoc.transaction():
+        if not isinstance(ycell.get("source"), Text):  # a legacy cell with a plain string source
+            ycell["source"] = Text()
+        replace_text(ycell["source"], new)
 
 
 def set_type(ynb: Any, index: int, cell_type: CellType) -> None:
@@ -141,7 +224,7 @@ def set_type(ynb: Any, index: int, cell_type: CellType) -> None:
 
 def update(ynb: Any, index: int, source: str, cell_type: CellType | None = None) -> None:
     """A new source (and optionally type) for the cell at ``index``, in one transaction."""
-    with ynb.ydoc.transaction():
+    with ynb.ydoc.transaction():  # set_source refuses before it changes anything
         set_source(ynb, index, source)
         if cell_type is not None:
             set_type(ynb, index, cell_type)
@@ -153,6 +236,7 @@ def insert(ynb: Any, position: int, cell_type: CellType, source: str) -> str:
     if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position <= count:
         raise NotebookError(f"index {position!r} is out of range for an insert: use 0..{count} "
                             f"(the notebook has {count} cells; {count} appends)")
+    check_source(source)
     cell: dict[str, Any] = {"cell_type": cell_type, "source": source, "metadata": {}}
     if cell_type == "code":
         cell.update(outputs=[], execution_count=None)

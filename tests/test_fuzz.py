@@ -1,7 +1,9 @@
 """Hostile input: arguments generated from every tool's published input schema, and from
 outside it (wrong types, huge strings, unicode, control characters, escaping paths).
 No crash, no 500, always a clear error; a refused call leaves the workspace unchanged, and
-no call, refused or not, creates or changes anything outside the workspace root."""
+no call, refused or not, creates or changes anything outside the workspace root. And no
+one call holds the server: large dissimilar edits, up to the source cap, leave a concurrent
+GET /api/status waiting less than 250 ms; a source over the cap is refused clearly."""
 
 from __future__ import annotations
 
@@ -9,16 +11,27 @@ import asyncio
 import fnmatch
 import hashlib
 import os
+import random
+import string
 import threading
+import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from jupyter_mcp import cells
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import LiveServer, write_notebook
+from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, new_notebook, refused, write_notebook
+
+MAX_SOURCE_CHARS = cells.MAX_SOURCE_CHARS
 
 HOSTILE_STRINGS = st.one_of(
     st.sampled_from(["../escape.ipynb", "../decoy.ipynb", "../../decoy.ipynb", "../../../escape.ipynb",
@@ -237,3 +250,111 @@ def test_fuzz_every_tool(fuzz_box, tool):
     outside()
     assert client.tools()  # the server still answers
     assert " 500 " not in server.log()
+
+
+# --- one big edit must not freeze the server ---------------------------------------------
+
+#: Printable ASCII and a little of everything else: a byte alphabet of ~100 symbols none of
+#: which is common enough for difflib's autojunk, the slowest case for a SequenceMatcher.
+BIG_ALPHABET = string.printable + "éß中文😀𝄞"
+#: 256 emoji: every character 4 bytes of UTF-8 (a surrogate pair in UTF-16), the most bytes
+#: a source can be at a given number of characters.
+WIDE_ALPHABET = "".join(chr(0x1F300 + i) for i in range(256))
+
+
+def dissimilar_text(size: int, seed: int, alphabet: str = BIG_ALPHABET) -> str:
+    rnd = random.Random(seed)
+    return "".join(rnd.choices(alphabet, k=size))
+
+
+@asynccontextmanager
+async def unlimited_client(server: LiveServer):
+    """An MCP client (as ``connect``) without the SDK's 1 MiB limit on one SSE event: the
+    answer to cell_update repeats the source twice (text and structured content), so at
+    the cap it can be 2 MiB."""
+    async with create_mcp_http_client(headers=server.headers) as http:
+        async with Client(streamable_http_client(server.mcp_url, http_client=http, max_sse_event_size=None)) as client:
+            yield client
+
+
+class StatusPoller:
+    """``GET /api/status`` in a loop on a thread of its own: how long the server held each one."""
+
+    def __init__(self, server: LiveServer) -> None:
+        self.url, self.headers = server.url + "api/status", server.headers
+        self.latencies: list[float] = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        with httpx.Client(headers=self.headers, timeout=120) as http:
+            while not self.stopping.is_set():
+                start = time.perf_counter()
+                response = http.get(self.url)
+                self.latencies.append(time.perf_counter() - start)
+                assert response.status_code == 200
+                self.stopping.wait(0.005)
+
+    def take(self) -> float:
+        """The longest latency seen since the last take (seconds)."""
+        seen, self.latencies = self.latencies, []
+        return max(seen, default=0.0)
+
+    def __enter__(self) -> StatusPoller:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        self.thread.join(130)
+
+
+async def test_big_dissimilar_edits_never_hold_the_server(live_factory):
+    """cell_update with large random texts, each unlike the last (32 K characters up to the
+    cap, the last all 4-byte characters), while another client polls GET /api/status: no
+    response is held more than 250 ms by one call (the save that follows each edit
+    included); the cell holds exactly what was sent, in the room, in a person's view of it
+    and on disk; a source over the cap is refused, clearly, and changes nothing."""
+    server = live_factory()
+    name, ids = new_notebook(server.root, "x = 1", "y = 2")
+    cases = [(32_000, BIG_ALPHABET), (65_000, BIG_ALPHABET), (97_000, BIG_ALPHABET),
+             (MAX_SOURCE_CHARS, BIG_ALPHABET), (MAX_SOURCE_CHARS, WIDE_ALPHABET)]
+    texts = [dissimilar_text(n, seed, alphabet) for seed, (n, alphabet) in enumerate(cases)]
+    async with unlimited_client(server) as mcp, UIClient(server.url, server.token, name) as ui:
+        await call(mcp, "cell_update", path=name, cell_id=ids[0], source=dissimilar_text(32_000, 99))
+        timings = []
+        with StatusPoller(server) as poller:
+            await asyncio.sleep(0.3)
+            poller.take()
+            for text in texts:
+                start = time.perf_counter()
+                answer = await call(mcp, "cell_update", path=name, cell_id=ids[0], source=text)
+                took = time.perf_counter() - start
+                assert answer["source"] == text and answer["id"] == ids[0] and answer["index"] == 0
+                await ui.wait_for(lambda: ui.source(0) == text, timeout=60)
+                await asyncio.sleep(1.5)  # past the save delay (1 s): the save is measured too
+                held = poller.take()
+                timings.append((len(text), len(text.encode()), round(took, 3), round(held, 3)))
+                assert held < 0.25, (f"GET /api/status held {held * 1000:.0f} ms by a {len(text)}-character edit; "
+                                     f"(characters, bytes, cell_update s, longest /api/status s): {timings}")
+            print("(characters, bytes, cell_update s, longest /api/status s):", timings)
+
+            got = await call(mcp, "cell_get", path=name, cell_id=ids[0])
+            assert got["source"] == texts[-1] and ui.cell_ids() == ids and ui.source(1) == "y = 2"
+            for _ in range(100):
+                if disk_sources(server.root / name) == [texts[-1], "y = 2"]:
+                    break
+                await asyncio.sleep(0.1)
+            assert disk_sources(server.root / name) == [texts[-1], "y = 2"]
+
+            over = "z" * (MAX_SOURCE_CHARS + 1)
+            for tool, arguments in [("cell_update", {"cell_id": ids[1]}), ("cell_insert", {"index": 1})]:
+                message = await refused(mcp, tool, path=name, source=over, **arguments)
+                assert f"{MAX_SOURCE_CHARS + 1:,}" in message and f"{MAX_SOURCE_CHARS:,}" in message, message
+                assert "nothing was changed" in message, message
+            after = await call(mcp, "notebook_get", path=name)
+            assert [c["id"] for c in after["cells"]] == ids
+            assert [c["source"] for c in after["cells"]] == [texts[-1], "y = 2"]
+            assert ui.cell_ids() == ids and ui.source(1) == "y = 2"
+            held = poller.take()
+            assert held < 0.25, f"GET /api/status held {held * 1000:.0f} ms by a refused call"

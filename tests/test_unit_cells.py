@@ -1,12 +1,16 @@
 """Unit tests of the document layer against a plain YNotebook (no Jupyter process): in-place
-edits, insert bounds, change descriptions, the read cache after a deletion, outputs written
+edits (a bounded prefix/suffix diff, exact on any Unicode, one transaction), the source size
+cap, insert bounds, change descriptions, the read cache after a deletion, outputs written
 as they arrive."""
 
 from __future__ import annotations
 
+import random
+import time
+
 import pytest
 from jupyter_ydoc import YNotebook
-from pycrdt import Doc
+from pycrdt import Doc, Text, TextEvent
 
 from jupyter_mcp import cells
 from jupyter_mcp.changes import describe_changes
@@ -128,3 +132,113 @@ def test_outputs_written_as_they_arrive():
     cell = ynb.ycells[0].to_py()
     assert cell["outputs"][0]["text"] == "again\n" and cell["execution_count"] == 3
     assert cell["execution_state"] == "idle"
+
+
+# --- the source diff: exact, bounded, one transaction -----------------------------------
+
+#: ASCII, accents, CJK, emoji (4 UTF-8 bytes, a surrogate pair in UTF-16), a combining mark,
+#: a zero-width joiner sequence: characters 1 to 4 bytes long, next to each other.
+ALPHABET = "ab \n=é中文😀𝄞\u0301👩\u200d💻"
+
+
+def random_text(rnd: random.Random, n: int) -> str:
+    return "".join(rnd.choices(ALPHABET, k=n))
+
+
+def random_edit(rnd: random.Random, text: str) -> str:
+    """One to three insertions, deletions or replacements anywhere, in code points."""
+    for _ in range(rnd.randint(1, 3)):
+        i = rnd.randint(0, len(text))
+        j = rnd.randint(i, min(len(text), i + rnd.randint(0, 6)))
+        text = text[:i] + random_text(rnd, rnd.randint(0, 4)) + text[j:]
+    return text
+
+
+def test_pycrdt_indexes_a_text_in_utf8_bytes():
+    # what replace_text relies on (jupyter-ydoc's diff too): offsets are UTF-8 bytes
+    text = Doc().get("t", type=Text)
+    text += "a😀b"
+    assert len(text) == 6
+    text.insert(5, "X")
+    assert str(text) == "a😀Xb"
+
+
+def test_replace_text_is_exact_on_random_edits_of_any_unicode():
+    rnd = random.Random(12)
+    for _ in range(2000):
+        old = random_text(rnd, rnd.randint(0, 30))
+        new = random_edit(rnd, old) if rnd.random() < 0.8 else random_text(rnd, rnd.randint(0, 30))
+        doc = Doc()
+        text = doc.get("t", type=Text)
+        text += old
+        events: list[TextEvent] = []
+        text.observe(events.append)
+        cells.replace_text(text, new.encode())
+        assert str(text) == new, (old, new)
+        assert len(events) == (old != new)  # one transaction, or none for no change
+        peer = Doc()  # another client applying the one update sees the same text
+        peer.apply_update(doc.get_update())
+        assert str(peer.get("t", type=Text)) == new
+
+
+def test_a_small_edit_touches_only_what_changed():
+    # what keeps a person's cursor elsewhere in the cell where it was
+    old = "".join(f"line {i} 中文😀\n" for i in range(2000))
+    new = old.replace("line 1000 ", "line 1000 edited ", 1)
+    doc = Doc()
+    text = doc.get("t", type=Text)
+    text += old
+    deltas = []
+    text.observe(lambda event: deltas.append(event.delta))
+    cells.replace_text(text, new.encode())
+    assert str(text) == new
+    retained = old.index("line 1000 ") + len("line 1000 ")
+    assert deltas == [[{"retain": len(old[:retained].encode())}, {"insert": "edited "}]]
+
+
+def test_a_big_dissimilar_replacement_is_fast_and_exact():
+    rnd = random.Random(4)
+    alphabet = "".join(map(chr, range(32, 127))) + "é中😀"  # difflib's slowest case: seconds at 32 KB
+    for n in (32_000, 100_000, cells.MAX_SOURCE_CHARS):
+        ynb = notebook("".join(rnd.choices(alphabet, k=n)))
+        new = "".join(rnd.choices(alphabet, k=n))
+        start = time.perf_counter()
+        cells.update(ynb, 0, new)
+        took = time.perf_counter() - start
+        assert sources(ynb) == [new] and cells.id_of(ynb.ycells[0]) == "c0"
+        assert took < 0.2, f"{n} characters took {took:.3f} s"
+
+
+def test_update_is_one_transaction_on_the_same_text_and_map():
+    ynb = notebook("x = 1\nprint(x)", "y")
+    ycell, text = ynb.ycells[0], ynb.ycells[0]["source"]
+    seen = []
+    ynb.ydoc.observe(lambda event: seen.append(event))
+    cells.update(ynb, 0, "完全に違う 😀 text", "markdown")
+    assert len(seen) == 1  # other clients get one update
+    assert str(text) == "完全に違う 😀 text"  # the Text the UI holds was edited, not replaced
+    assert ynb.ycells[0].to_py()["id"] == "c0" and str(ycell["source"]) == "完全に違う 😀 text"
+    assert sources(ynb) == ["完全に違う 😀 text", "y"]
+    ynb.ycells[1]["source"] = "legacy"  # a plain string, as old documents may hold
+    cells.update(ynb, 1, "y = 2")
+    assert sources(ynb) == ["完全に違う 😀 text", "y = 2"] and isinstance(ynb.ycells[1]["source"], Text)
+
+
+def test_a_source_over_the_cap_is_refused_and_changes_nothing():
+    ynb = notebook("keep me", "b")
+    state = ynb.ydoc.get_state() + ynb.ydoc.get_update(ynb.ydoc.get_state())
+    over = "x" * (cells.MAX_SOURCE_CHARS + 1)
+    expected = f"source is {cells.MAX_SOURCE_CHARS + 1:,} characters, over the limit of {cells.MAX_SOURCE_CHARS:,}"
+    with pytest.raises(NotebookError, match=expected) as refusal:
+        cells.update(ynb, 0, over, "markdown")
+    assert "nothing was changed" in str(refusal.value)
+    with pytest.raises(NotebookError, match=expected):
+        cells.insert(ynb, 1, "code", over)
+    with pytest.raises(NotebookError, match="lone surrogate at character 1"):
+        cells.update(ynb, 0, "a\ud800b")
+    assert ynb.ydoc.get_state() + ynb.ydoc.get_update(ynb.ydoc.get_state()) == state  # not one byte
+    assert sources(ynb) == ["keep me", "b"] and ynb.ycells[0]["cell_type"] == "code"
+    at_cap = "y" * cells.MAX_SOURCE_CHARS  # the cap itself is allowed
+    cells.update(ynb, 1, at_cap)
+    cells.insert(ynb, 2, "raw", at_cap)
+    assert sources(ynb) == ["keep me", at_cap, at_cap]
