@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastmcp import Context
@@ -81,6 +82,7 @@ class CellRun:
         self._timer: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
+        """The code was sent to the kernel (a run cancelled before that never touches the cell)."""
         # Marking is deferred to the first output (or RUNNING_MARK_SEC): one document update
         # instead of two, each of which jupyter-collaboration also writes to its SQLite store.
         self._timer = asyncio.get_running_loop().call_later(RUNNING_MARK_SEC, self._mark_if_still_there)
@@ -99,8 +101,9 @@ class CellRun:
             await self.client.send(event)
 
     async def finish(self, execution: Execution | None) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
+        if self._timer is None:  # never started: the cell is as it was
+            return
+        self._timer.cancel()
         at, _ = await self._locate()
         if at is not None:
             with self.nb.doc.ydoc.transaction():
@@ -180,20 +183,60 @@ class _PartialOutputs:
                 "isError": ending != "cancelled"}
 
 
-async def _run(kernels: Kernels, kernel_id: str, code: str, timeout: float, on_output: OnEvent | None) -> Execution:
-    """``Kernels.run`` with the task hooks wired: the interrupt registered, the output kept."""
+class _Stop:
+    """How a task's cancel stops one run, whatever stage it is in: before the code reaches
+    the kernel (waiting for the kernel to start, or behind another run) the run is cancelled
+    and never sends it; once sent, the kernel is interrupted."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.waiting: asyncio.Future[Any] | None = None  # the run, until its code is sent
+        self.kernel_interrupt: Any = None
+
+    async def __call__(self) -> None:
+        self.requested = True
+        if self.kernel_interrupt is not None:
+            await self.kernel_interrupt()
+        elif self.waiting is not None:
+            self.waiting.cancel()
+
+    def sent(self, interrupt: Any) -> None:
+        """The code is about to be sent: from now on a cancel interrupts the kernel."""
+        if self.requested:
+            raise asyncio.CancelledError("cancelled before the code reached the kernel")
+        self.waiting = None
+        self.kernel_interrupt = interrupt
+
+
+async def _run(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float, on_output: OnEvent | None,
+               stop: _Stop, on_sent: Callable[[], None] | None = None) -> Execution:
+    """``Kernels.run`` with the task hooks wired: the stop told when the code is sent, the
+    output kept for the task's partial result."""
     partial = _PartialOutputs()
+    record_output(partial)
 
     async def on_start(interrupt: Any) -> None:
-        await register_interrupt(interrupt)
-        record_output(partial)
+        stop.sent(interrupt)
+        if on_sent is not None:
+            on_sent()
 
     async def on_event(event: OutputEvent, so_far: list[dict[str, Any]]) -> None:
         partial.outputs = so_far
         if on_output is not None:
             await on_output(event, so_far)
 
-    return await kernels.run(kernel_id, code, timeout=timeout, on_start=on_start, on_event=on_event)
+    return await kernels.run_for(nb.path, nb.kernelspec_name(), code, timeout=timeout, on_start=on_start,
+                                 on_event=on_event)
+
+
+async def _stoppable(work: Any) -> asyncio.Future[Any]:
+    """Start ``work(stop)`` as its own task, with its stop registered for the caller's MCP
+    task (if any) before anything else can happen."""
+    stop = _Stop()
+    run = asyncio.ensure_future(work(stop))
+    stop.waiting = run
+    await register_interrupt(stop)
+    return run
 
 
 async def run_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, cell_id: str | None,
@@ -205,22 +248,21 @@ async def run_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveN
         raise NotebookError(f"cell {i} is a {ycell.get('cell_type')} cell; only code cells run")
     source = str(ycell.get("source", ""))
     run = CellRun(rooms, activity, nb, str(ycell.get("id")), i, client)
-    kernel_id = await kernels.for_notebook(nb.path, nb.kernelspec_name())
 
-    async def live() -> Execution:
+    async def live(stop: _Stop) -> Execution:
         execution: Execution | None = None
         with activity.running(nb.room_id):
-            run.start()
             try:
-                execution = await _run(kernels, kernel_id, source, timeout, run.output)
+                execution = await _run(kernels, nb, source, timeout, run.output, stop, on_sent=run.start)
             finally:
                 await run.finish(execution)
         return execution
 
     # Shielded: a client that disconnects mid-call does not stop the cell; it runs to its
-    # end and its outputs land in the document. (A task's cancel interrupts the kernel
-    # first, so the run ends at once and the cell still ends up complete.)
-    inner = asyncio.ensure_future(live())
+    # end and its outputs land in the document. A task's cancel goes through the run's
+    # stop instead: a run that has not sent its code yet never sends it, a running one is
+    # interrupted and ends at once with the cell complete.
+    inner = await _stoppable(live)
     inner.add_done_callback(_retrieve)
     execution = await asyncio.shield(inner)
     return answer(execution, {"path": nb.path, "cell_id": run.cell_id}, max_chars)
@@ -236,7 +278,7 @@ async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float
                    max_chars: int) -> ToolResult:
     if not code.strip():
         raise NotebookError("code is empty: pass the code to run")
-    kernel_id = await kernels.for_notebook(nb.path, nb.kernelspec_name())
     on_output = (lambda event, so_far: client.send(event)) if client is not None else None
-    execution = await _run(kernels, kernel_id, code, timeout, on_output)
+
+    execution = await (await _stoppable(lambda stop: _run(kernels, nb, code, timeout, on_output, stop)))
     return answer(execution, {"path": nb.path}, max_chars)

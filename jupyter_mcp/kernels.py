@@ -35,10 +35,21 @@ RunStatus = Literal["ok", "error", "timeout", "interrupted", "aborted"]
 
 IDLE_CHECK_SEC = 1.0  # how often a silent kernel is checked for being alive
 INTERRUPT_GRACE_SEC = 5.0  # how long to wait for the kernel to settle after an interrupt
+READY_TIMEOUT_SEC = 60.0  # a kernel that does not answer by then is broken
 
 
 class KernelDied(NotebookError):
     """The kernel died while running the code."""
+
+
+class NotStarted(Exception):
+    """The call's time ran out before its code could be sent (nothing was run)."""
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """A kernel start whose caller stopped waiting still has its error looked at (and logged)."""
+    if not future.cancelled() and future.exception() is not None:
+        log.info("jupyter_mcp: starting a kernel failed: %s", future.exception())
 
 
 @dataclass
@@ -71,24 +82,46 @@ class Kernels:
     def km(self) -> Any:
         return self.serverapp.kernel_manager
 
-    async def for_notebook(self, path: str, kernel_name: str | None = None) -> str:
-        """The kernel id of the notebook's session, creating the session if there is none."""
+    async def for_notebook(self, path: str, kernel_name: str | None = None, *, timeout: float | None = None) -> str:
+        """The kernel id of the notebook's session, creating the session if there is none.
+
+        With ``timeout``, waiting longer raises ``NotStarted``; the kernel goes on starting
+        for the next call (a half-started session would be worse than a slow one)."""
         self._drop_gone()
         known = self._by_path.get(path)  # _drop_gone just removed it if its kernel is gone
         if known is not None:
             return known
+        starting = asyncio.ensure_future(self._start_for(path, kernel_name))
+        starting.add_done_callback(_retrieve)
+        try:
+            return await asyncio.wait_for(asyncio.shield(starting), timeout)
+        except asyncio.TimeoutError:
+            raise NotStarted(f"the notebook's kernel did not start within {timeout:g}s") from None
+
+    async def _start_for(self, path: str, kernel_name: str | None) -> str:
         async with self._session_locks[path]:
             self._by_path[path] = kernel_id = await self._session_kernel(path, kernel_name)
             return kernel_id
 
-    async def _session_kernel(self, path: str, kernel_name: str | None) -> str:
-        """The kernel of the session whose path is the notebook's, or of a new session."""
-        sm = self.serverapp.session_manager
-        for session in await sm.list_sessions():
+    async def has_session(self, path: str) -> bool:
+        """Whether the notebook has a session with a live kernel (else running code makes one)."""
+        self._drop_gone()
+        return path in self._by_path or await self._existing_kernel(path) is not None
+
+    async def _existing_kernel(self, path: str) -> str | None:
+        for session in await self.serverapp.session_manager.list_sessions():
             if session_path(session.get("path") or "") == path and session.get("kernel"):
                 kernel_id = session["kernel"]["id"]
                 if kernel_id in self.km:
                     return kernel_id
+        return None
+
+    async def _session_kernel(self, path: str, kernel_name: str | None) -> str:
+        """The kernel of the session whose path is the notebook's, or of a new session."""
+        existing = await self._existing_kernel(path)
+        if existing is not None:
+            return existing
+        sm = self.serverapp.session_manager
         specs = self.serverapp.kernel_spec_manager.find_kernel_specs()
         name = kernel_name if kernel_name in specs else None
         try:
@@ -98,16 +131,23 @@ class Kernels:
             raise NotebookError(f"could not start a kernel for {path!r}: {exc}") from None
         return session["kernel"]["id"]
 
-    async def _client(self, kernel_id: str) -> Any:
+    async def _client(self, kernel_id: str, timeout: float = READY_TIMEOUT_SEC) -> Any:
+        """Our client of the kernel, ready; ``NotStarted`` if it is not ready within ``timeout``
+        (which is shorter than the time a kernel gets to answer at all)."""
         client = self._clients.get(kernel_id)
         if client is None:
             client = self.km.get_kernel(kernel_id).client()
             client.allow_stdin = False
             client.start_channels()
             try:
-                await client.wait_for_ready(timeout=60)
+                await client.wait_for_ready(timeout=min(timeout, READY_TIMEOUT_SEC))
+            except asyncio.CancelledError:
+                client.stop_channels()
+                raise
             except RuntimeError as exc:
                 client.stop_channels()
+                if timeout < READY_TIMEOUT_SEC:
+                    raise NotStarted(str(exc)) from None
                 raise KernelDied(f"the kernel is not responding: {exc}") from None
             self._clients[kernel_id] = client
         return client
@@ -139,49 +179,81 @@ class Kernels:
     async def interrupt(self, kernel_id: str) -> None:
         await self.km.interrupt_kernel(kernel_id)
 
-    async def run(self, kernel_id: str, code: str, *, timeout: float, on_start: OnStart | None = None,
-                  on_event: OnEvent | None = None) -> Execution:
+    async def run_for(self, path: str, kernel_name: str | None, code: str, *, timeout: float,
+                      on_start: OnStart | None = None, on_event: OnEvent | None = None) -> Execution:
+        """Run ``code`` in the notebook's kernel (started if need be): ``run``, with the time
+        the kernel takes to start counted against the call's ``timeout``."""
+        deadline = time.monotonic() + timeout
+        try:
+            kernel_id = await self.for_notebook(path, kernel_name, timeout=timeout)
+        except NotStarted as exc:
+            return Execution(status="timeout", message=f"timed out after {timeout:g}s: {exc}; this code was not run")
+        return await self.run(kernel_id, code, timeout=timeout, deadline=deadline, on_start=on_start,
+                              on_event=on_event)
+
+    async def run(self, kernel_id: str, code: str, *, timeout: float, deadline: float | None = None,
+                  on_start: OnStart | None = None, on_event: OnEvent | None = None) -> Execution:
         """Run ``code`` and wait for it: the one loop that waits on a kernel.
 
         Every output message becomes an event for ``on_event`` as it arrives (so a
-        document and a client can show it live) and is collected in the result. On
-        timeout the kernel is interrupted and the outputs so far are returned.
+        document and a client can show it live) and is collected in the result. Every wait
+        counts against ``timeout`` (which ends at ``deadline``, if the call began earlier):
+        behind another run on the kernel, for the kernel to be ready, for the code. When it
+        runs out before the code is sent, nothing is run; after, the kernel is interrupted
+        and the outputs so far are returned.
         """
-        async with self._run_locks[kernel_id]:
-            if not await self._alive(kernel_id):
-                self.forget(kernel_id)
-                await self.km.restart_kernel(kernel_id, now=True)
-            client = await self._client(kernel_id)
-            result = Execution()
-            collector = _Collector(result, on_event)
-            if on_start is not None:
-                await on_start(lambda: self.interrupt(kernel_id))
-            msg_id = client.execute(code, allow_stdin=False, stop_on_error=True)
-            try:
-                settled = await self._wait(kernel_id, client, msg_id, result, collector, timeout)
-            except asyncio.CancelledError:
-                # Cancelled (a task's cancel interrupts first): let the kernel settle before
-                # the next run, or it aborts requests that arrive right after the error.
-                await self._settle(client, msg_id)
-                raise
-            reply = await self._reply(client, msg_id) if settled else None
-            content = reply.get("content", {}) if reply else {}
-            count = content.get("execution_count")
-            if isinstance(count, (int, float)):
-                result.execution_count = int(count)
-            if result.status == "ok" and content.get("status") in ("error", "aborted"):
-                result.status = content["status"]
-            if result.status == "aborted":
-                result.message = "the kernel aborted this execution: an earlier one failed just before it"
-            if result.status == "error" and any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs):
-                result.status = "interrupted"
-            return result
+        deadline = time.monotonic() + timeout if deadline is None else deadline
+        lock = self._run_locks[kernel_id]
+        try:
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                await lock.acquire()
+        except TimeoutError:
+            return Execution(status="timeout", message=f"timed out after {timeout:g}s waiting behind another "
+                                                       "run on this kernel; this code was not run")
+        try:
+            return await self._run_locked(kernel_id, code, timeout, deadline, on_start, on_event)
+        finally:
+            lock.release()
+
+    async def _run_locked(self, kernel_id: str, code: str, timeout: float, deadline: float,
+                          on_start: OnStart | None, on_event: OnEvent | None) -> Execution:
+        if not await self._alive(kernel_id):
+            self.forget(kernel_id)
+            await self.km.restart_kernel(kernel_id, now=True)
+        try:
+            client = await self._client(kernel_id, timeout=max(0.1, deadline - time.monotonic()))
+        except NotStarted:
+            return Execution(status="timeout", message=f"timed out after {timeout:g}s: the kernel was not "
+                                                       "ready by then; this code was not run")
+        result = Execution()
+        collector = _Collector(result, on_event)
+        if on_start is not None:
+            await on_start(lambda: self.interrupt(kernel_id))
+        msg_id = client.execute(code, allow_stdin=False, stop_on_error=True)
+        try:
+            settled = await self._wait(kernel_id, client, msg_id, result, collector, timeout, deadline)
+        except asyncio.CancelledError:
+            # Cancelled (a task's cancel interrupts first): let the kernel settle before
+            # the next run, or it aborts requests that arrive right after the error.
+            await self._settle(client, msg_id)
+            raise
+        reply = await self._reply(client, msg_id) if settled else None
+        content = reply.get("content", {}) if reply else {}
+        count = content.get("execution_count")
+        if isinstance(count, (int, float)):
+            result.execution_count = int(count)
+        if result.status == "ok" and content.get("status") in ("error", "aborted"):
+            result.status = content["status"]
+        if result.status == "aborted":
+            result.message = "the kernel aborted this execution: an earlier one failed just before it"
+        if result.status == "error" and any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs):
+            result.status = "interrupted"
+        return result
 
     async def _wait(self, kernel_id: str, client: Any, msg_id: str, result: Execution, collector: _Collector,
-                    timeout: float) -> bool:
-        """Collect the execution's output until it is idle (True), or give up after a
-        timeout whose interrupt the kernel ignored (False)."""
-        deadline = time.monotonic() + timeout
+                    timeout: float, deadline: float) -> bool:
+        """Collect the execution's output until it is idle (True), or give up after the
+        call's ``timeout`` (its ``deadline``) once the kernel ignored the interrupt (False)."""
         interrupted_at: float | None = None
         while True:
             now = time.monotonic()

@@ -271,6 +271,54 @@ async def test_cancel_interrupts_the_kernel_and_keeps_the_lines(live, mode, tool
         assert first["outputs"][0]["text"] == second["outputs"][0]["text"]  # the loop really stopped
 
 
+MARK = "open({path!r}, 'w').write('ran')"
+
+
+async def test_a_cancelled_run_waiting_behind_another_never_runs(live, mode):
+    """A cancelled task never starts its code, whatever stage it is in: here its cell waits
+    behind another run on the same kernel. It ends cancelled, its cell is left as it was,
+    and the kernel never runs it, not even once the run ahead of it ends."""
+    marker = live.root / f"ran-{uuid.uuid4().hex[:8]}"
+    name, ids = notebook(live, SLOW.format(s=3), MARK.format(path=str(marker)))
+    async with tasks_on(live, mode) as (client, tasks):
+        await warm(client, name)
+        ahead = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
+        await asyncio.sleep(0.5)
+        queued = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[1]})
+        await asyncio.sleep(0.5)
+        assert (await tasks.cancel(queued["taskId"]))["status"] == "cancelled"
+        assert (await tasks.wait(ahead["taskId"], timeout=60))["status"] == "completed"
+        await asyncio.sleep(1.0)
+        assert await kernel_is_idle(client, name)
+        assert not marker.exists()
+        cell = await call(client, "cell_get", path=name, cell_id=ids[1])
+        assert cell["execution_count"] is None and cell["outputs"] == []
+
+
+async def test_a_cancelled_run_whose_kernel_is_starting_never_runs(live, mode):
+    """The same while the notebook's kernel is still starting: cancelled at several moments
+    of the start (session being made, kernel not ready yet), the code never runs, and the
+    kernel, once up, is there for the next call."""
+    cancelled_in_time = 0
+    async with tasks_on(live, mode) as (client, tasks):
+        for delay in (0.05, 0.3, 0.6, 1.0):
+            marker = live.root / f"ran-{uuid.uuid4().hex[:8]}"
+            name, ids = notebook(live, MARK.format(path=str(marker)))
+            task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0], "timeout": 120})
+            await asyncio.sleep(delay)
+            try:
+                cancelled = await tasks.cancel(task["taskId"])
+            except MCPError as exc:  # the kernel was up and the cell ran before the cancel came
+                assert "already completed" in exc.error.message
+                continue
+            assert cancelled["status"] == "cancelled"
+            cancelled_in_time += 1
+            await warm(client, name)
+            await asyncio.sleep(1.0)
+            assert not marker.exists(), f"cancelled {delay}s into the kernel's start, the cell ran anyway"
+    assert cancelled_in_time >= 2
+
+
 async def test_the_tools_own_result_wins_the_race(live, mode):
     """A tool's own result always wins. If the call returned while the cancellation was
     landing, the complete answer is not replaced by the half that was visible a moment earlier."""

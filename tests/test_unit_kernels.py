@@ -100,8 +100,19 @@ class FakeKernelManager:
 
 
 def kernels_with(script: list[dict], reply: dict | None = None) -> tuple[Kernels, FakeKernel]:
+    """Kernels whose notebook NB has the fake kernel "k" as its session's kernel."""
     kernel = FakeKernel(script, reply)
-    return Kernels(SimpleNamespace(kernel_manager=FakeKernelManager(kernel))), kernel
+    kernels = Kernels(SimpleNamespace(kernel_manager=FakeKernelManager(kernel)))
+    kernels._by_path[NB.path] = "k"
+    return kernels, kernel
+
+
+NB = SimpleNamespace(path="nb.ipynb", kernelspec_name=lambda: None)
+
+
+async def run_as_tool(kernels: Kernels, code: str, timeout: float = 5):
+    """What code_execute does: the run started with its stop registered."""
+    return await (await execution._stoppable(lambda stop: execution._run(kernels, NB, code, timeout, None, stop)))
 
 
 async def test_on_start_gets_the_interrupt_before_the_code_is_sent():
@@ -166,7 +177,7 @@ async def test_inside_a_task_the_execution_layer_wires_both_hooks():
     run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
     token = current_task.set(run)
     try:
-        await execution._run(kernels, "k", "code", 5, None)
+        await run_as_tool(kernels, "code")
     finally:
         current_task.reset(token)
     assert len(run.interrupts) == 1
@@ -183,12 +194,44 @@ async def test_inside_a_task_the_execution_layer_wires_both_hooks():
 
 async def test_outside_a_task_the_hooks_do_nothing_and_a_silent_run_keeps_no_partial():
     kernels, _ = kernels_with([IDLE])
-    result = await execution._run(kernels, "k", "pass", 5, None)  # no task: nothing to register with
+    result = await run_as_tool(kernels, "pass")  # no task: nothing to register with
     assert result.status == "ok" and result.outputs == []
     run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
     token = current_task.set(run)
     try:
-        await execution._run(kernels_with([IDLE])[0], "k", "pass", 5, None)
+        await run_as_tool(kernels_with([IDLE])[0], "pass")
     finally:
         current_task.reset(token)
     assert run.partial_result("cancelled") is None  # nothing to keep: no result rather than an empty one
+
+
+async def test_a_run_stopped_while_it_waits_behind_another_never_sends_its_code():
+    kernels, kernel = kernels_with([stream("first\n")])  # the first run never goes idle by itself
+    first = asyncio.create_task(kernels.run("k", "first()", timeout=30))
+    await asyncio.sleep(0.05)
+    run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
+    token = current_task.set(run)
+    try:
+        second = asyncio.create_task(run_as_tool(kernels, "second()"))
+        await asyncio.sleep(0.05)
+    finally:
+        current_task.reset(token)
+    assert len(run.interrupts) == 1  # registered while still waiting: the stop, not an interrupt yet
+    await run.interrupts[0]()  # what a task's cancel does first
+    done, _ = await asyncio.wait([second], timeout=2)
+    assert done and second.cancelled()
+    assert "interrupt" not in kernel.log  # the first run, someone else's, was not interrupted
+    await kernels.interrupt("k")
+    await first
+    assert ("execute", "second()") not in kernel.log
+
+
+async def test_every_wait_counts_against_the_timeout_and_a_late_run_is_not_sent():
+    kernels, kernel = kernels_with([stream("first\n")])
+    first = asyncio.create_task(kernels.run("k", "first()", timeout=30))
+    await asyncio.sleep(0.05)
+    late = await run_as_tool(kernels, "second()", timeout=0.3)
+    assert late.status == "timeout" and "this code was not run" in late.message
+    await kernels.interrupt("k")
+    await first
+    assert ("execute", "second()") not in kernel.log
