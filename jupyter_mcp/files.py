@@ -15,6 +15,7 @@ import nbformat
 from jupyter_core.utils import ensure_async
 from tornado import web
 
+from .cells import check_source
 from .errors import NotebookError
 from .paths import NOTEBOOK_SUFFIX, PathError, to_os_path
 
@@ -58,6 +59,8 @@ def new_notebook(kernel_name: str, display_name: str, language: str,
     """
     makers = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell,
               "raw": nbformat.v4.new_raw_cell}
+    for spec in cells or []:
+        check_source(spec.get("source", ""))
     made = [makers[spec.get("cell_type", "code")](spec.get("source", ""))
             for spec in cells or [{"cell_type": "code", "source": ""}]]
     nb = nbformat.v4.new_notebook(cells=made)

@@ -10,6 +10,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from .identity import principal_of_handler, scope_user
+from .permissions import SCOPE_KEY, Permissions
 from .tornado_asgi import ASGIApp, ASGIRequest
 
 MCP_PATH = "/mcp"
@@ -36,7 +37,8 @@ class MCPHandler(APIHandler):
     """Serves GET, POST and DELETE on /mcp through the MCP Streamable HTTP app.
 
     Jupyter authenticates the request and its authorizer is asked about the ``mcp``
-    resource before any byte reaches MCP. A browser Origin that Jupyter's ``allow_origin``
+    resource before any byte reaches MCP; each tool then asks it about what the tool does
+    (``permissions``). A browser Origin that Jupyter's ``allow_origin``
     settings do not allow is refused with 403 even when a token is sent, as the MCP spec
     asks of servers (DNS-rebinding protection). The principal goes into the ASGI scope,
     where the SDK binds each session to the principal that opened it.
@@ -78,7 +80,7 @@ class MCPHandler(APIHandler):
         error = await self.readiness.wait()
         if error:
             raise web.HTTPError(503, "jupyter_mcp failed to start: %s" % error)
-        self._asgi = ASGIRequest(self, MCP_PATH, {"user": user})
+        self._asgi = ASGIRequest(self, MCP_PATH, {"user": user, SCOPE_KEY: Permissions(self)})
         await self._asgi.run(self.app)
 
     def on_connection_close(self) -> None:

@@ -9,12 +9,14 @@ unknown session), and everything below reads the same name back from the request
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from fastmcp.server.dependencies import get_context, get_http_request
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+
+from .permissions import UNRESTRICTED, Permissions, Unrestricted, permissions_of
 
 LOCAL = "local"  # no HTTP request behind the call (an in-memory client)
 DEFAULT_CLIENT = "mcp client"
@@ -48,10 +50,13 @@ def principal_of(request: Any) -> str:
 
 @dataclass(frozen=True)
 class Agent:
-    """One MCP client of one principal: it shows as one collaborator in a notebook."""
+    """One MCP client of one principal: it shows as one collaborator in a notebook. It
+    carries what Jupyter's authorizer lets its user do (for the needs a tool only knows
+    of as it goes, such as starting a session)."""
 
     principal: str
     client: str
+    permissions: Permissions | Unrestricted = field(default=UNRESTRICTED, compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -60,7 +65,7 @@ class Agent:
 
 def calling_agent() -> Agent:
     """The agent making the current tool call (injected into the tools that act)."""
-    client, principal = DEFAULT_CLIENT, LOCAL
+    client, principal, permissions = DEFAULT_CLIENT, LOCAL, UNRESTRICTED
     try:
         params = get_context().session.client_params
         if params is not None and params.client_info is not None:
@@ -68,7 +73,8 @@ def calling_agent() -> Agent:
     except Exception:  # 2026-07-28 has no session: no client info either
         pass
     try:
-        principal = principal_of(get_http_request())
+        request = get_http_request()
+        principal, permissions = principal_of(request), permissions_of(request)
     except RuntimeError:  # no HTTP request (an in-memory client)
         pass
-    return Agent(principal, client)
+    return Agent(principal, client, permissions)

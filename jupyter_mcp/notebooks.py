@@ -13,7 +13,7 @@ from typing import Any
 from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 
-from . import cells, changes, execution, files, outputs, presence
+from . import cells, changes, execution, files, outputs, permissions, presence
 from .activity import Activity
 from .cells import CellType
 from .errors import NotebookError
@@ -143,14 +143,23 @@ class Notebooks:
     async def run_cell(self, path: str, agent: Agent, cell_id: str | None, index: int | None, timeout: float,
                        stream: bool, ctx: Context | None, max_output_chars: int) -> ToolResult:
         nb = await self.open_for_edit(path, agent)
+        await self._may_start_kernel(nb, agent)
         return await execution.run_cell(self.rooms, self.activity, self.kernels, nb, cell_id, index, timeout,
                                         execution.ClientStream(ctx) if stream else None, max_output_chars)
 
     async def run_code(self, path: str, agent: Agent, code: str, timeout: float, stream: bool, ctx: Context | None,
                        max_output_chars: int) -> ToolResult:
         nb = await self.open(path, agent)
+        await self._may_start_kernel(nb, agent)
         return await execution.run_code(self.kernels, nb, code, timeout,
                                         execution.ClientStream(ctx) if stream else None, max_output_chars)
+
+
+    async def _may_start_kernel(self, nb: LiveNotebook, agent: Agent) -> None:
+        """A notebook without a session gets one for its kernel: Jupyter asks for ``write``
+        on ``sessions`` to make one, and so do we."""
+        if not await self.kernels.has_session(nb.path):
+            await agent.permissions.require(permissions.START_SESSION, "starting the notebook's kernel (a new session)")
 
 
 def _agent_cell(view: dict[str, Any], include_outputs: bool, max_chars: int) -> dict[str, Any]:

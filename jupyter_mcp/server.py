@@ -12,7 +12,8 @@ from ._version import __version__
 from .identity import principal_of
 from .notebooks import Notebooks
 from .tasks import TaskManager, TasksExtension
-from .tools import TOOLS
+from .permissions import Authorize
+from .tools import NEEDS, TOOLS
 
 INSTRUCTIONS = """\
 Tools for the live Jupyter notebooks of this server. Every notebook and cell tool
@@ -35,5 +36,6 @@ def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager) -> 
     mcp = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, mask_error_details=False, lifespan=lifespan)
     for fn, options in TOOLS:
         mcp.tool(fn, **options)
+    mcp.add_middleware(Authorize(NEEDS))
     TasksExtension(tasks, principal_of).install(mcp)
     return mcp

@@ -17,7 +17,7 @@ from fastmcp.tools.base import ToolResult
 from fastmcp.utilities.json_schema import compress_schema
 from pydantic import Field, TypeAdapter
 
-from . import outputs, views
+from . import outputs, permissions, views
 from .cells import CellType
 from .identity import Agent, calling_agent
 from .notebooks import Notebooks
@@ -29,10 +29,14 @@ RUN = {**EDIT, "openWorldHint": True}
 
 #: Every tool: (function, keyword arguments for FastMCP.tool), in the order they are listed.
 TOOLS: list[tuple[Callable[..., Any], dict[str, Any]]] = []
+#: What each tool needs of Jupyter's authorizer (``permissions``), by tool name.
+NEEDS: dict[str, tuple[permissions.Need, ...]] = {}
 
 
-def tool(annotations: dict[str, Any], output: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare a tool; ``output`` gives the schema of a tool that answers a ToolResult."""
+def tool(annotations: dict[str, Any], needs: tuple[permissions.Need, ...],
+         output: Any = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a tool and what it needs of the authorizer; ``output`` gives the schema of a
+    tool that answers a ToolResult."""
     options: dict[str, Any] = {"annotations": annotations}
     if output is not None:
         options["output_schema"] = compress_schema(TypeAdapter(output).json_schema(mode="serialization"),
@@ -40,6 +44,7 @@ def tool(annotations: dict[str, Any], output: Any = None) -> Callable[[Callable[
 
     def declare(fn: Callable[..., Any]) -> Callable[..., Any]:
         TOOLS.append((fn, options))
+        NEEDS[fn.__name__] = needs
         return fn
 
     return declare
@@ -61,7 +66,7 @@ Stream = Annotated[bool, Field(description="Also send each output to you as it a
                                            "notifications if you gave a progress token, log messages otherwise).")]
 
 
-@tool(READ_ONLY)
+@tool(READ_ONLY, permissions.READ)
 async def notebook_list(
     folder: Annotated[str, Field(description="Workspace sub-folder to list; empty for the whole workspace.")] = "",
     nbs: Notebooks = NOTEBOOKS,
@@ -75,7 +80,7 @@ async def notebook_list(
     return nbs.list_notebooks(folder)
 
 
-@tool(EDIT)
+@tool(EDIT, permissions.CREATE)
 async def notebook_create(
     path: Path,
     kernel_name: Annotated[
@@ -98,7 +103,7 @@ async def notebook_create(
     return await nbs.create(path, kernel_name, cells)
 
 
-@tool(READ_ONLY)
+@tool(READ_ONLY, permissions.READ)
 async def notebook_get(
     path: Path,
     include_outputs: Annotated[bool, Field(description="Include each code cell's outputs.")] = True,
@@ -117,7 +122,7 @@ async def notebook_get(
     return await nbs.get(path, agent, include_outputs, max_output_chars)
 
 
-@tool(READ_ONLY)
+@tool(READ_ONLY, permissions.READ)
 async def notebook_watch(
     path: Path,
     timeout: Annotated[float, Field(description="Seconds to wait for a change (max 300).", gt=0, le=300)] = 30,
@@ -136,7 +141,7 @@ async def notebook_watch(
     return await nbs.watch(path, agent, timeout)
 
 
-@tool(READ_ONLY)
+@tool(READ_ONLY, permissions.READ)
 async def notebook_list_users(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.Users:
     """List who is connected to a notebook right now (its collaborative awareness).
 
@@ -147,7 +152,7 @@ async def notebook_list_users(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.U
     return nbs.users(path)
 
 
-@tool(READ_ONLY)
+@tool(READ_ONLY, permissions.READ)
 async def cell_get(
     path: Path, cell_id: CellId = None, index: Index = None, max_output_chars: MaxChars = 20000,
     nbs: Notebooks = NOTEBOOKS, agent: Agent = AGENT,
@@ -161,7 +166,7 @@ async def cell_get(
     return await nbs.cell(path, agent, cell_id, index, max_output_chars)
 
 
-@tool(EDIT)
+@tool(EDIT, permissions.EDIT)
 async def cell_update(
     path: Path,
     source: Annotated[str, Field(description="The cell's complete new source.")],
@@ -181,7 +186,7 @@ async def cell_update(
     return await nbs.update(path, agent, source, cell_id, index, cell_type)
 
 
-@tool(EDIT)
+@tool(EDIT, permissions.EDIT)
 async def cell_insert(
     path: Path,
     source: Annotated[str, Field(description="The new cell's source.")] = "",
@@ -201,7 +206,7 @@ async def cell_insert(
     return await nbs.insert(path, agent, source, cell_type, index, after_cell_id)
 
 
-@tool(DELETE)
+@tool(DELETE, permissions.EDIT)
 async def cell_delete(
     path: Path, cell_id: CellId = None, index: Index = None, nbs: Notebooks = NOTEBOOKS, agent: Agent = AGENT,
 ) -> views.DeletedCell:
@@ -213,7 +218,7 @@ async def cell_delete(
     return await nbs.delete(path, agent, cell_id, index)
 
 
-@tool(RUN, output=views.Execution)
+@tool(RUN, permissions.RUN_CELL, output=views.Execution)
 async def cell_execute(
     path: Path,
     cell_id: CellId = None,
@@ -242,7 +247,7 @@ async def cell_execute(
     return await nbs.run_cell(path, agent, cell_id, index, timeout, stream, ctx, max_output_chars)
 
 
-@tool(RUN, output=views.Execution)
+@tool(RUN, permissions.RUN_CODE, output=views.Execution)
 async def code_execute(
     path: Path,
     code: Annotated[str, Field(description="Code to run in the notebook's kernel.")],
@@ -263,7 +268,7 @@ async def code_execute(
     return await nbs.run_code(path, agent, code, timeout, stream, ctx, max_output_chars)
 
 
-@tool(READ_ONLY)
+@tool(READ_ONLY, permissions.READ)
 async def room_list(nbs: Notebooks = NOTEBOOKS) -> views.Rooms:
     """List every open collaborative document room (diagnostic, read-only).
 

@@ -8,6 +8,7 @@ GET /api/status waiting less than 250 ms; a source over the cap is refused clear
 from __future__ import annotations
 
 import asyncio
+import uuid
 import fnmatch
 import hashlib
 import os
@@ -352,6 +353,9 @@ async def test_big_dissimilar_edits_never_hold_the_server(live_factory):
                 message = await refused(mcp, tool, path=name, source=over, **arguments)
                 assert f"{MAX_SOURCE_CHARS + 1:,}" in message and f"{MAX_SOURCE_CHARS:,}" in message, message
                 assert "nothing was changed" in message, message
+            big_new = f"big-{uuid.uuid4().hex[:6]}.ipynb"
+            message = await refused(mcp, "notebook_create", path=big_new, cells=[{"cell_type": "code", "source": over}])
+            assert f"{MAX_SOURCE_CHARS:,}" in message and not (server.root / big_new).exists()
             after = await call(mcp, "notebook_get", path=name)
             assert [c["id"] for c in after["cells"]] == ids
             assert [c["source"] for c in after["cells"]] == [texts[-1], "y = 2"]

@@ -1,14 +1,19 @@
-"""An identity provider with two real users, for tests of per-user scoping
-(`--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers`).
+"""Real users for tests of per-user scoping and permissions.
 
-Tokens: 'alice-token' is alice, 'bob-token' is bob (sent as `Authorization: token T`).
+`--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers`: tokens
+'alice-token' (alice), 'bob-token' (bob) and 'carol-token' (carol), sent as
+`Authorization: token T`.
+
+`--ServerApp.authorizer_class=jupyter_mcp.testing.identity.Restricted`: alice may do
+anything; bob may only read (and reach /mcp); carol may do anything but make sessions.
 """
 
 from __future__ import annotations
 
+from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.auth.identity import IdentityProvider, User
 
-TOKENS = {"alice-token": "alice", "bob-token": "bob"}
+TOKENS = {"alice-token": "alice", "bob-token": "bob", "carol-token": "carol"}
 
 
 class TwoUsers(IdentityProvider):
@@ -19,3 +24,12 @@ class TwoUsers(IdentityProvider):
             return None
         handler._token_authenticated = True  # header-token requests skip XSRF, as Jupyter's own do
         return User(username=name, name=name, display_name=name.title())
+
+
+class Restricted(Authorizer):
+    def is_authorized(self, handler, user, action, resource):
+        if user.username == "bob":
+            return action == "read" or resource == "mcp"
+        if user.username == "carol":
+            return not (resource == "sessions" and action == "write")
+        return True

@@ -1,0 +1,106 @@
+"""Jupyter's authorizer decides every tool call, as it decides Jupyter's own REST calls.
+
+A real server with real users (testing.identity.TwoUsers) and a real authorizer
+(testing.identity.Restricted): bob may only read, carol may do anything but make sessions,
+alice may do anything. What the REST API refuses a user, MCP refuses too, with an error
+naming the permission, and nothing changes.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from jupyter_mcp.client import Tasks, connect
+from jupyter_mcp.testing import LiveServer, call, disk_sources, new_notebook, refused
+
+USERS = ["--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers",
+         "--ServerApp.authorizer_class=jupyter_mcp.testing.identity.Restricted"]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    live = LiveServer(tmp_path_factory.mktemp("permissions"), token="alice-token", args=USERS).start()
+    yield live
+    live.stop()
+
+
+def rest(server, method, path, token, **kwargs):
+    return httpx.request(method, server.url + path, headers={"Authorization": f"token {token}"}, timeout=60, **kwargs)
+
+
+def sessions_of(server, name):
+    return [s for s in rest(server, "GET", "api/sessions", "alice-token").json() if s["path"] == name]
+
+
+def test_the_authorizer_is_real(server):
+    """The premise: the REST API refuses bob writes, kernels and sessions, and carol sessions."""
+    name, _ = new_notebook(server.root, "1")
+    assert rest(server, "GET", f"api/contents/{name}", "bob-token").status_code == 200
+    assert rest(server, "PUT", "api/contents/x.ipynb", "bob-token", json={"type": "notebook"}).status_code == 403
+    assert rest(server, "POST", "api/kernels", "bob-token", json={}).status_code == 403
+    assert rest(server, "POST", "api/sessions", "bob-token", json={"path": name, "type": "notebook"}).status_code == 403
+    assert rest(server, "POST", "api/sessions", "carol-token", json={"path": name, "type": "notebook"}).status_code == 403
+
+
+async def test_a_reader_reads_and_nothing_else(server):
+    name, ids = new_notebook(server.root, "x = 1", "print(x)")
+    before = (server.root / name).read_bytes()
+    async with connect(server.mcp_url, "bob-token") as bob:
+        assert name in [n["path"] for n in (await call(bob, "notebook_list"))["notebooks"]]
+        assert [c["source"] for c in (await call(bob, "notebook_get", path=name))["cells"]] == ["x = 1", "print(x)"]
+        assert (await call(bob, "cell_get", path=name, cell_id=ids[0]))["source"] == "x = 1"
+        for tool, args in [("cell_update", {"cell_id": ids[0], "source": "x = 2"}),
+                           ("cell_insert", {"source": "y = 3"}),
+                           ("cell_delete", {"cell_id": ids[1]})]:
+            message = await refused(bob, tool, path=name, **args)
+            assert "permission denied" in message and "write on contents" in message and "'bob'" in message
+        created = f"new-{uuid.uuid4().hex[:6]}.ipynb"
+        assert "write on contents" in await refused(bob, "notebook_create", path=created)
+        assert not (server.root / created).exists()
+        message = await refused(bob, "code_execute", path=name, code="import os; os.system('touch /tmp/pwned')")
+        assert "execute on kernels" in message
+        assert "execute on kernels" in await refused(bob, "cell_execute", path=name, cell_id=ids[0])
+        assert [c["source"] for c in (await call(bob, "notebook_get", path=name))["cells"]] == ["x = 1", "print(x)"]
+    assert sessions_of(server, name) == []  # no kernel was started for bob
+    assert disk_sources(server.root / name) == ["x = 1", "print(x)"]
+    assert (server.root / name).read_bytes() == before
+
+
+async def test_a_refused_task_is_refused_before_any_task_exists(server):
+    """Called as a task, a call the authorizer forbids is refused at once: no task is made."""
+    name, ids = new_notebook(server.root, "print('never')")
+    async with connect(server.mcp_url, "bob-token") as bob:
+        tasks = Tasks(bob)
+        raw = await tasks.request("tools/call", {"name": "cell_execute", "arguments": {"path": name, "cell_id": ids[0]},
+                                                 "task": {}})
+        assert "task" not in raw and raw["isError"] is True and "execute on kernels" in raw["content"][0]["text"]
+        assert (await tasks.list())["tasks"] == []
+    assert sessions_of(server, name) == []
+
+
+async def test_running_code_needs_sessions_write_only_to_make_a_session(server):
+    """carol may run code but not make sessions: refused on a notebook without a session,
+    allowed once one exists (alice made it), as Jupyter's REST API would have it."""
+    name, ids = new_notebook(server.root, "print('carol ran')")
+    async with connect(server.mcp_url, "carol-token") as carol, connect(server.mcp_url, "alice-token") as alice:
+        message = await refused(carol, "cell_execute", path=name, cell_id=ids[0])
+        assert "write on sessions" in message and "'carol'" in message
+        assert sessions_of(server, name) == []
+        assert (await call(alice, "code_execute", path=name, code="1 + 1"))["status"] == "ok"
+        ran = await call(carol, "cell_execute", path=name, cell_id=ids[0])
+        assert ran["status"] == "ok" and ran["outputs"][0]["text"] == "carol ran\n"
+        edited = await call(carol, "cell_update", path=name, cell_id=ids[0], source="print('edited')")
+        assert edited["source"] == "print('edited')"
+
+
+async def test_an_unrestricted_user_does_everything(server):
+    name, ids = new_notebook(server.root, "print('alice')")
+    async with connect(server.mcp_url, "alice-token") as alice:
+        assert (await call(alice, "cell_execute", path=name, cell_id=ids[0]))["outputs"][0]["text"] == "alice\n"
+        await call(alice, "cell_insert", path=name, source="2")
+        created = f"new-{uuid.uuid4().hex[:6]}.ipynb"
+        await call(alice, "notebook_create", path=created)
+        assert (server.root / created).exists()
