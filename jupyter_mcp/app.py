@@ -8,6 +8,7 @@ Everything below gets its settings and collaborators passed in.
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
@@ -138,6 +139,21 @@ class JupyterMCPApp(ExtensionApp):
         self.mcp = build_server(self.server_name, notebooks, self.tasks)
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)
         self._lifespan = Lifespan(self.asgi_app)
+
+        self._stop_on_sigint()
+
+    def _stop_on_sigint(self) -> None:
+        """Make SIGINT stop the server as SIGTERM does, when Jupyter left it unhandled.
+
+        Jupyter Server handles SIGINT only when stdin is a terminal. JupyterHub's spawner and
+        most supervisors stop a server with SIGINT and no terminal: a bare KeyboardInterrupt
+        then leaves the event loop with no stop hook run, so no room is saved (and the
+        process lingers). Jupyter's own stop handler saves them first."""
+        try:
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                signal.signal(signal.SIGINT, self.serverapp._signal_stop)
+        except ValueError:  # not the main thread: whoever runs the server there handles signals
+            pass
 
     def initialize_handlers(self) -> None:
         self.handlers.append((MCP_PATH, MCPHandler, {"app": self.asgi_app, "readiness": self.readiness}))

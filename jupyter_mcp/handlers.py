@@ -15,6 +15,8 @@ from .tornado_asgi import ASGIApp, ASGIRequest
 
 MCP_PATH = "/mcp"
 AUTH_RESOURCE = "mcp"
+TOKEN_HELP = ("missing or invalid token: send the header `Authorization: token <T>` with the Jupyter server's "
+              "token (or a JupyterHub token with the access:servers scope)")
 
 
 class Readiness:
@@ -51,6 +53,19 @@ class MCPHandler(APIHandler):
         self.readiness = readiness
         self._asgi: ASGIRequest | None = None
 
+    def check_xsrf_cookie(self) -> None:
+        """XSRF forges a browser's ambient credentials. A request without cookies (an MCP
+        client) carries none, and with auth off there are none to forge; the Origin check
+        guards /mcp against browsers in both cases. A request with a login cookie gets
+        Jupyter's check. One that is not authenticated is told how to be, rather than that
+        an _xsrf argument is missing."""
+        if not hasattr(self, "_jupyter_current_user"):
+            return  # too early: Jupyter calls this again once it knows the user
+        if not self._jupyter_current_user:
+            raise web.HTTPError(403, TOKEN_HELP)
+        if self.request.cookies and self.identity_provider.auth_enabled:
+            super().check_xsrf_cookie()
+
     def skip_check_origin(self) -> bool:
         # Jupyter skips the Origin check for token-authenticated requests; MCP must not.
         return self.request.method == "OPTIONS"
@@ -59,6 +74,8 @@ class MCPHandler(APIHandler):
         if not self.check_origin():
             raise web.HTTPError(403, "Origin not allowed: %s" % self.request.headers.get("Origin"))
         await super().prepare()
+        if not self.current_user and self.request.method != "OPTIONS":
+            raise web.HTTPError(403, TOKEN_HELP)
 
     @web.authenticated
     @authorized

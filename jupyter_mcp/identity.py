@@ -20,6 +20,7 @@ from .permissions import UNRESTRICTED, Permissions, Unrestricted, permissions_of
 
 LOCAL = "local"  # no HTTP request behind the call (an in-memory client)
 DEFAULT_CLIENT = "mcp client"
+MAX_CLIENT_NAME = 64  # characters of clientInfo.name kept: it goes to every collaborator's browser
 
 
 def principal_of_handler(handler: Any) -> str:
@@ -63,13 +64,19 @@ class Agent:
         return f"{self.principal}:{self.client}"
 
 
+def client_name(raw: object) -> str:
+    """What of a client's self-chosen name is shown to people: printable, and short."""
+    text = "".join(ch for ch in str(raw or "") if ch.isprintable()).strip()
+    return text if len(text) <= MAX_CLIENT_NAME else text[:MAX_CLIENT_NAME - 1] + "…"
+
+
 def calling_agent() -> Agent:
     """The agent making the current tool call (injected into the tools that act)."""
     client, principal, permissions = DEFAULT_CLIENT, LOCAL, UNRESTRICTED
     try:
         params = get_context().session.client_params
         if params is not None and params.client_info is not None:
-            client = params.client_info.name or client
+            client = client_name(params.client_info.name) or client
     except Exception:  # 2026-07-28 has no session: no client info either
         pass
     try:

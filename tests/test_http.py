@@ -36,6 +36,9 @@ async def test_unauthenticated_refused_on_every_method(mcp_url, jp_token, method
                                    headers={**MCP_HEADERS, "mcp-session-id": sid, **headers})
             assert r.status_code in (401, 403), (method, headers, r.status_code)
             assert "jsonrpc" not in r.text  # refused before any MCP processing
+            # what was wrong and how to do it right, not Jupyter's "'_xsrf' argument missing"
+            assert "missing or invalid token" in r.text and "Authorization: token" in r.text, r.text
+            assert "_xsrf" not in r.text
 
 
 @pytest.mark.parametrize("scheme", ["token", "Bearer"])

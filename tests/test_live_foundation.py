@@ -15,6 +15,7 @@ import pytest
 
 import jupyter_mcp
 from jupyter_mcp.client import LEGACY, MODERN, connect
+from jupyter_mcp.testing import call, new_notebook
 
 
 def test_extension_is_enabled_and_ok():
@@ -149,3 +150,19 @@ def test_another_users_request_on_a_session_is_refused(live_factory):
             assert r.status_code == 404, (method, r.status_code, r.text)
         r = http.post(server.mcp_url, json=listing, headers={**alice, **session})
         assert r.status_code == 200 and "notebook_list" in r.text
+
+
+async def test_a_server_with_auth_off_serves_mcp_without_a_token(live_factory):
+    """With `--IdentityProvider.token=''` (auth off, as some trusted boxes run) an MCP client
+    with no header works (anyone who reaches the port runs code: README, Security), and a
+    browser page from another origin is still refused."""
+    server = live_factory(token="")
+    name, _ = new_notebook(server.root, "print('no auth')")
+    async with connect(server.mcp_url) as mcp:
+        assert name in [n["path"] for n in (await call(mcp, "notebook_list"))["notebooks"]]
+        ran = await call(mcp, "cell_execute", path=name, index=0)
+        assert ran["outputs"][0]["text"] == "no auth\n"
+    r = httpx.post(server.mcp_url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                   headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                            "Origin": "http://evil.example"})
+    assert r.status_code == 403 and "Origin not allowed" in r.text  # what still keeps browsers out

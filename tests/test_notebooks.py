@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sqlite3
+import time
 import uuid
 
 import pytest
@@ -293,6 +295,25 @@ async def test_shutdown_flushes_every_touched_room(live_factory):
     for k, (name, _) in enumerate(names):
         assert disk_sources(server.root / name) == ["a = 1", f"b = {k} # pending", "c = 3", "added"]
     assert "Traceback" not in server.log()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+async def test_a_stop_by_signal_saves_every_room_and_exits_promptly(live_factory, sig):
+    """Whatever signal stops the server (JupyterHub's spawner sends SIGINT, with stdin not a
+    terminal), every room MCP kept is saved first, a kernel MCP started included, and the
+    process exits within seconds."""
+    server = live_factory(args=NO_AUTOSAVE)
+    name, ids = fresh(server)
+    async with connect(server.mcp_url, server.token) as mcp:
+        await call(mcp, "cell_update", path=name, cell_id=ids[0], source="a = 'pending'")
+        await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        await call(mcp, "cell_insert", path=name, source="added")
+    started = time.monotonic()
+    rc = server.stop(sig, timeout=30)
+    took = time.monotonic() - started
+    assert took < 10, f"the server took {took:.1f}s to stop"
+    assert rc == 0
+    assert disk_sources(server.root / name) == ["a = 'pending'", "b = 2", "c = 3", "added"]
 
 
 async def test_zero_lost_edits_script_edit_sweep_shutdown(live_factory):

@@ -62,3 +62,20 @@ async def test_agent_is_dropped_after_it_goes_idle_and_kept_while_running(live_f
         await ui.wait_for(lambda: not any(u.get("is_agent") for u in ui.others()), timeout=20)
         users = (await call(mcp, "notebook_list_users", path=name))["users"]
         assert [u["is_agent"] for u in users] == [False]
+
+
+async def test_an_agents_name_is_bounded_before_it_reaches_anyone(live):
+    """A client's name goes into every collaborator's awareness: a huge one (or one with
+    control characters) is cut to a short printable name, not sent to every browser."""
+    name = f"presence-{uuid.uuid4().hex[:6]}.ipynb"
+    write_notebook(live.root / name, ["x = 1"])
+    huge = "evil\x1b[2J" + "A" * 500_000
+    async with UIClient(live.url, live.token, name) as ui, \
+            connect(live.mcp_url, live.token, client_info=Implementation(name=huge, version="1")) as mcp:
+        await call(mcp, "notebook_get", path=name)
+        await ui.wait_for(lambda: any(u.get("is_agent") for u in ui.others()))
+        shown = next(u for u in ui.others() if u.get("is_agent"))
+        assert len(shown["name"]) < 100 and shown["name"].startswith("jupyter agent (evil[2JAAA")
+        assert "\x1b" not in shown["name"]
+        listed = (await call(mcp, "notebook_list_users", path=name))["users"]
+        assert all(len(u["display_name"]) < 100 for u in listed)

@@ -39,7 +39,7 @@ class LiveServer:
         self.base = base
         self.root = base / "workspace"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.token = token or secrets.token_hex(16)
+        self.token = secrets.token_hex(16) if token is None else token  # "": auth off
         self.port = free_port()
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self.extra_env = env or {}
@@ -58,7 +58,7 @@ class LiveServer:
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"token {self.token}"}
+        return {"Authorization": f"token {self.token}"} if self.token else {}
 
     def environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -91,8 +91,9 @@ class LiveServer:
             *self.args,
         ]
         self.log_file = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(cmd, env=self.environment(), stdout=self.log_file, stderr=subprocess.STDOUT,
-                                     cwd=self.base)
+        # stdin is not a terminal, as under JupyterHub's spawner or a supervisor
+        self.proc = subprocess.Popen(cmd, env=self.environment(), stdin=subprocess.DEVNULL, stdout=self.log_file,
+                                     stderr=subprocess.STDOUT, cwd=self.base)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
