@@ -17,36 +17,38 @@ from tornado import web
 
 from .cells import check_source
 from .errors import NotebookError
-from .paths import NOTEBOOK_SUFFIX, PathError, to_os_path
+from .paths import NOTEBOOK_SUFFIX, PathError, canonical_path, hidden_part, to_os_path
 
 _create_lock = asyncio.Lock()
 
 
 def list_notebooks(root_dir: str, folder: str) -> list[dict[str, Any]]:
-    """Every .ipynb under ``folder`` (canonical), skipping hidden folders and checkpoints."""
+    """Every .ipynb under ``folder`` (canonical) that the other tools open, each once, by its
+    canonical path: hidden folders and files, checkpoints, and symlinks that lead out of the
+    workspace (or nowhere) are left out; a symlink to a notebook inside is that notebook."""
     base = to_os_path(root_dir, folder)
     if not os.path.isdir(base):
         raise PathError(folder or "/", "folder does not exist in the workspace")
     root = os.path.abspath(root_dir)
-    found = []
+    found: dict[str, dict[str, Any]] = {}
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in filenames:
             if name.startswith(".") or not name.endswith(NOTEBOOK_SUFFIX):
                 continue
-            full = os.path.join(dirpath, name)
             try:
-                stat = os.stat(full)
-            except OSError:
-                continue  # a dangling symlink or a file removed while walking
-            found.append(
-                {
-                    "path": os.path.relpath(full, root).replace(os.sep, "/"),
-                    "size": stat.st_size,
-                    "last_modified": datetime.fromtimestamp(stat.st_mtime, timezone.utc).isoformat(),
-                }
-            )
-    return sorted(found, key=lambda item: item["path"])
+                canonical = canonical_path(root, os.path.relpath(os.path.join(dirpath, name), root))
+                stat = os.stat(to_os_path(root, canonical))
+            except (PathError, OSError):
+                continue  # leads out of the workspace, dangling, or removed while walking
+            if hidden_part(canonical) is not None or not os.path.isfile(to_os_path(root, canonical)):
+                continue
+            found[canonical] = {
+                "path": canonical,
+                "size": stat.st_size,
+                "last_modified": datetime.fromtimestamp(stat.st_mtime, timezone.utc).isoformat(),
+            }
+    return [found[path] for path in sorted(found)]
 
 
 def new_notebook(kernel_name: str, display_name: str, language: str,

@@ -1,8 +1,8 @@
 """The path layer: every path a client gives becomes ONE canonical workspace path.
 
-``foo.ipynb``, ``./foo.ipynb``, ``/foo.ipynb``, ``<root>/foo.ipynb`` all name the
-same notebook, so they must reach the file-id manager (and so the room) as the same
-string: ``foo.ipynb``. Anything that could leave the workspace is refused here,
+``foo.ipynb``, ``./foo.ipynb``, ``/foo.ipynb``, ``<root>/foo.ipynb`` and a symlink in the
+workspace that leads to it all name the same notebook, so they must reach the file-id
+manager (and so the room) as the same string: ``foo.ipynb``. Anything that could leave the workspace is refused here,
 before any other layer sees it, with an error naming the path and the reason.
 """
 
@@ -67,6 +67,9 @@ def canonical_path(root_dir: str, path: object, *, notebook: bool = True) -> str
     resolved = os.path.realpath(os.path.join(real_root, normalized))
     if not _is_within(resolved, real_root):
         raise PathError(path, "path resolves outside the workspace (through a symlink)")
+    # A symlink inside the workspace names the file it leads to: every name of one file is
+    # one canonical path, so one room.
+    normalized = "" if resolved == real_root else os.path.relpath(resolved, real_root).replace(os.sep, "/")
 
     if notebook:
         if not normalized:
@@ -101,3 +104,8 @@ def _workspace_relative(path: str, root: str, real_root: str) -> str:
 def to_os_path(root_dir: str, canonical: str) -> str:
     """The filesystem path of a canonical workspace path."""
     return os.path.join(os.path.abspath(root_dir), canonical)
+
+
+def hidden_part(canonical: str) -> str | None:
+    """The first hidden component of a canonical path (a name starting with '.'), if any."""
+    return next((part for part in canonical.split("/") if part.startswith(".")), None)

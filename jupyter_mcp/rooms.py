@@ -35,7 +35,7 @@ from jupyter_server_ydoc.utils import (
 from pycrdt import Doc
 
 from .errors import NotebookError
-from .paths import canonical_path, to_os_path
+from .paths import canonical_path, hidden_part, to_os_path
 
 OPEN_TIMEOUT_SEC = 60.0  # a room that is not up by then is broken (its store failed, say)
 GLOBAL_AWARENESS_ROOM = "JupyterLab:globalAwareness"  # what JupyterLab's Collaborators panel shows
@@ -137,6 +137,10 @@ class Rooms:
 
     def _existing_notebook(self, path: object) -> str:
         canonical = self.canonical(path)
+        hidden = hidden_part(canonical)
+        if hidden is not None and not self.serverapp.contents_manager.allow_hidden:
+            raise NotebookError(f"{canonical!r} is hidden ({hidden!r} starts with '.'), and this server does not "
+                                "open hidden files (ContentsManager.allow_hidden is off)")
         full = to_os_path(self.root_dir, canonical)
         if os.path.isdir(full):
             raise NotebookError(f"{canonical!r} is a folder, not a notebook")

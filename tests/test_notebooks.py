@@ -382,3 +382,39 @@ async def test_notebook_get_sees_deletions_right_after_a_read(live):
                 break
             await asyncio.sleep(0.05)
         assert got["cells"][0]["source"] == "keep"
+
+
+async def test_every_name_of_one_file_is_one_room_and_listed_once(live_factory, tmp_path):
+    """A notebook reached through a symlinked file or folder inside the workspace is the
+    same notebook: one room, every edit kept. notebook_list shows each notebook once, by
+    that name, and leaves out what the other tools refuse: a symlink out of the workspace,
+    hidden folders and files (and a hidden one is refused as hidden, not as missing)."""
+    server = live_factory(args=NO_AUTOSAVE)
+    (server.root / "d").mkdir()
+    write_notebook(server.root / "d" / "a.ipynb", ["first"])
+    (server.root / "alias.ipynb").symlink_to(server.root / "d" / "a.ipynb")
+    (server.root / "dlink").symlink_to(server.root / "d")
+    outside = tmp_path / "outside.ipynb"
+    write_notebook(outside, ["secret"])
+    (server.root / "out.ipynb").symlink_to(outside)
+    (server.root / ".hidden").mkdir()
+    write_notebook(server.root / ".hidden" / "h.ipynb", ["hidden"])
+    write_notebook(server.root / ".dot.ipynb", ["hidden too"])
+    async with connect(server.mcp_url, server.token) as mcp:
+        for name in ("d/a.ipynb", "alias.ipynb", "dlink/a.ipynb"):
+            inserted = await call(mcp, "cell_insert", path=name, source=f"via {name}")
+            assert inserted["cell_count"] >= 2
+        got = await call(mcp, "notebook_get", path="alias.ipynb")
+        assert got["path"] == "d/a.ipynb"
+        assert [c["source"] for c in got["cells"]] == ["first", "via d/a.ipynb", "via alias.ipynb", "via dlink/a.ipynb"]
+        rooms = (await call(mcp, "room_list"))["rooms"]
+        assert [r["path"] for r in rooms] == ["d/a.ipynb"]
+        listed = [n["path"] for n in (await call(mcp, "notebook_list"))["notebooks"]]
+        assert listed == ["d/a.ipynb"]
+        for hidden in (".hidden/h.ipynb", ".dot.ipynb"):
+            message = await refused(mcp, "notebook_get", path=hidden)
+            assert "hidden" in message and "no notebook" not in message
+    server.stop()
+    assert disk_sources(server.root / "d" / "a.ipynb") == ["first", "via d/a.ipynb", "via alias.ipynb",
+                                                          "via dlink/a.ipynb"]
+    assert disk_sources(outside) == ["secret"]

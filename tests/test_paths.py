@@ -47,8 +47,17 @@ def test_workspace_named_root(tmp_path: Path) -> None:
     assert canonical_path(str(ws), str(ws / "foo.ipynb")) == "foo.ipynb"
 
 
-def test_symlink_inside_root_is_followed(root: Path) -> None:
-    assert canonical_path(str(root), "inner/x.ipynb") == "inner/x.ipynb"
+def test_a_symlink_inside_root_names_the_file_it_leads_to(root: Path) -> None:
+    """Every name of one file is one canonical path (so one room): a linked folder and a
+    linked notebook both resolve to the real file's path."""
+    assert canonical_path(str(root), "inner/x.ipynb") == "sub/x.ipynb"
+    (root / "alias.ipynb").symlink_to(root / "foo.ipynb")
+    (root / "sub" / "up.ipynb").symlink_to("../foo.ipynb")
+    for name in ("alias.ipynb", "sub/up.ipynb", "inner/up.ipynb", "foo.ipynb"):
+        assert canonical_path(str(root), name) == "foo.ipynb"
+    (root / "data.ipynb").symlink_to(root / "sub")
+    with pytest.raises(PathError):
+        canonical_path(str(root), "data.ipynb/")
 
 
 @pytest.mark.parametrize(
