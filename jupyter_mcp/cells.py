@@ -205,8 +205,32 @@ def set_source(ynb: Any, index: int, source: str) -> None:
         replace_text(ycell["source"], new)
 
 
+#: What only a code cell has (nbformat rejects a markdown or raw cell with outputs or a count).
+CODE_ONLY = ("outputs", "execution_count", "execution_state")
+
+
+def is_code(ynb: Any, index: int) -> bool:
+    return ynb.ycells[index].get("cell_type") == "code"
+
+
+def drop_code_fields(ynb: Any, index: int) -> bool:
+    """Remove what only a code cell may have from a cell that is not one (a cell another client
+    retyped in place, leaving them); whether anything was removed."""
+    ycell = ynb.ycells[index]
+    if ycell.get("cell_type") == "code":
+        return False
+    present = [key for key in CODE_ONLY if key in ycell]
+    if present:
+        with ynb.ydoc.transaction():
+            for key in present:
+                del ycell[key]
+    return bool(present)
+
+
 def set_type(ynb: Any, index: int, cell_type: CellType) -> None:
-    """Change a cell's type in place (its id, source and position stay)."""
+    """Change a cell's type in place (its id, source and position stay): a cell that becomes
+    code gets no outputs and no count, one that stops being code loses them (and its running
+    mark: a run still going on writes no more into it)."""
     ycell = ynb.ycells[index]
     if ycell.get("cell_type") == cell_type:
         return
@@ -217,9 +241,7 @@ def set_type(ynb: Any, index: int, cell_type: CellType) -> None:
             ycell["execution_count"] = None
             ycell["execution_state"] = "idle"
         else:
-            for key in ("outputs", "execution_count", "execution_state"):
-                if key in ycell:
-                    del ycell[key]
+            drop_code_fields(ynb, index)
 
 
 def update(ynb: Any, index: int, source: str, cell_type: CellType | None = None) -> None:
@@ -264,8 +286,11 @@ def _youtput(output: dict[str, Any]) -> Map:
 
 
 def begin_run(ynb: Any, index: int) -> None:
-    """As JupyterLab does when a cell starts: outputs and count cleared, shown as running [*]."""
+    """As JupyterLab does when a cell starts: outputs and count cleared, shown as running [*].
+    Outputs go only to a code cell: any other is left alone (the writers below too)."""
     ycell = ynb.ycells[index]
+    if not is_code(ynb, index):
+        return
     with ynb.ydoc.transaction():
         outputs = ycell.get("outputs")
         if isinstance(outputs, Array):
@@ -278,6 +303,10 @@ def begin_run(ynb: Any, index: int) -> None:
 
 def replace_outputs(ynb: Any, index: int, outputs: list[dict[str, Any]]) -> None:
     """Set a cell's outputs to exactly ``outputs`` (after the room was re-created mid-run)."""
+    if not is_code(ynb, index):
+        return
+    if not isinstance(ynb.ycells[index].get("outputs"), Array):
+        ynb.ycells[index]["outputs"] = Array()
     youtputs = ynb.ycells[index]["outputs"]
     with ynb.ydoc.transaction():
         youtputs.clear()
@@ -286,6 +315,10 @@ def replace_outputs(ynb: Any, index: int, outputs: list[dict[str, Any]]) -> None
 
 def apply_output_event(ynb: Any, index: int, event: dict[str, Any]) -> None:
     """Apply one output event from the kernel loop to the cell, in place."""
+    if not is_code(ynb, index):
+        return
+    if not isinstance(ynb.ycells[index].get("outputs"), Array):
+        ynb.ycells[index]["outputs"] = Array()
     youtputs = ynb.ycells[index]["outputs"]
     kind = event["kind"]
     with ynb.ydoc.transaction():
@@ -307,6 +340,9 @@ def apply_output_event(ynb: Any, index: int, event: dict[str, Any]) -> None:
 
 def end_run(ynb: Any, index: int, execution_count: int | None) -> None:
     ycell = ynb.ycells[index]
+    if not is_code(ynb, index):
+        drop_code_fields(ynb, index)
+        return
     with ynb.ydoc.transaction():
         ycell["execution_count"] = execution_count
         ycell["execution_state"] = "idle"

@@ -79,6 +79,7 @@ class CellRun:
         self.outputs: list[dict[str, Any]] = []  # so far: what a re-created room is given
         self.marked = False  # the cell shows as running: outputs cleared, [*]
         self.gone = False  # the cell (or its notebook) went away: keep running, stop writing
+        self.retyped: str | None = None  # the type the cell became mid-run (stop writing into it too)
         self._timer: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
@@ -109,6 +110,10 @@ class CellRun:
             with self.nb.doc.ydoc.transaction():
                 self._mark(at)
                 cells.end_run(self.nb.doc, at, execution.execution_count if execution else None)
+        if self.retyped is not None and execution is not None:
+            note = (f"the cell became a {self.retyped} cell while it ran; its outputs are in this "
+                    "answer only (the notebook keeps none: only a code cell has outputs)")
+            execution.message = f"{execution.message}; {note}" if execution.message else note
 
     def _mark(self, at: int) -> None:
         if not self.marked:
@@ -141,11 +146,19 @@ class CellRun:
         return at, True
 
     def _find(self) -> int | None:
+        """The cell's index, or None once it is gone or is no longer a code cell (retyped in
+        place by an agent or a person): the run goes on, its outputs go to the answer only, and
+        the cell keeps the valid shape of its new type (no outputs, count or running mark)."""
         at = cells.find(self.nb.doc, self.cell_id, self.index)
         if at is None:
             self.gone = True
-        else:
-            self.index = at
+            return None
+        self.index = at
+        if not cells.is_code(self.nb.doc, at):
+            self.retyped = str(self.nb.doc.ycells[at].get("cell_type"))
+            self.gone = True
+            cells.drop_code_fields(self.nb.doc, at)
+            return None
         return at
 
 

@@ -12,9 +12,11 @@ run, ``on_event`` each output as it arrives).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import queue
+import re
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
@@ -335,12 +337,12 @@ class _Collector:
                 return
             await self._clear()
         elif kind == "update_display_data":
-            display_id = (content.get("transient") or {}).get("display_id")
-            indexes = self.displays.get(display_id or "", [])
+            indexes = self.displays.get(_display_id(content) or "", [])
             if not indexes:
                 return
+            update = _output_from_msg("display_data", content)
             for i in indexes:
-                outputs[i] = {**outputs[i], "data": content.get("data", {}), "metadata": content.get("metadata", {})}
+                outputs[i] = {**outputs[i], "data": update["data"], "metadata": update["metadata"]}
                 await self.emit({"kind": "update", "index": i, "output": outputs[i]})
         elif kind in ("stream", "display_data", "execute_result", "error"):
             await self._append(kind, content)
@@ -357,7 +359,7 @@ class _Collector:
             await self.emit({"kind": "stream", "index": len(outputs) - 1, "text": output["text"]})
             return
         outputs.append(output)
-        display_id = (content.get("transient") or {}).get("display_id")
+        display_id = _display_id(content)
         if display_id:
             self.displays[display_id].append(len(outputs) - 1)
         await self.emit({"kind": "output", "index": len(outputs) - 1, "output": output})
@@ -369,16 +371,65 @@ class _Collector:
         await self.emit({"kind": "clear"})
 
 
+def _display_id(content: dict[str, Any]) -> str | None:
+    """The display id a message is tracked by: only a string is one (anything else a kernel put
+    there, a list say, is not used for display tracking; the output is still stored)."""
+    transient = content.get("transient")
+    display_id = transient.get("display_id") if isinstance(transient, dict) else None
+    return display_id if isinstance(display_id, str) else None
+
+
+#: Mime types whose value may be any JSON (nbformat v4's schema); every other one holds text.
+_JSON_MIME = re.compile(r"^application/(.*\+)?json$")
+
+
+def _text(value: Any) -> str:
+    """A value that must be a string, as one: itself, or its JSON text (what the kernel sent)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):  # not JSON after all (a fake kernel): its repr
+        return repr(value)
+
+
+def _multiline(value: Any) -> str | list[str]:
+    """An nbformat multiline string: a string, or a list of strings (each item as text)."""
+    if isinstance(value, list):
+        return [_text(v) for v in value]
+    return _text(value)
+
+
+def _mimebundle(value: Any) -> dict[str, Any]:
+    """A mime bundle that nbformat accepts: JSON mime types keep any JSON, every other value is
+    text (a number sent as ``text/plain`` becomes its JSON text, ``5`` → ``"5"``)."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(mime): data if _JSON_MIME.match(str(mime)) else _multiline(data) for mime, data in value.items()}
+
+
 def _output_from_msg(kind: str, content: dict[str, Any]) -> dict[str, Any]:
-    """An nbformat v4 output for an iopub message (built directly: validating every
-    output through nbformat's schema costs more than the kernel round trip)."""
+    """An nbformat v4 output for an iopub message, valid whatever the kernel put in it (built
+    directly: validating every output through nbformat's schema costs more than the kernel
+    round trip). A value of the wrong type is stored as its text, so the run that produced it
+    still answers, and every later read of the notebook works."""
+    if not isinstance(content, dict):
+        content = {}
     if kind == "stream":
-        return {"output_type": "stream", "name": content.get("name", "stdout"), "text": content.get("text", "")}
+        name = content.get("name")
+        text = content.get("text", "")
+        return {"output_type": "stream", "name": name if isinstance(name, str) else "stdout",
+                "text": "".join(_multiline(text)) if isinstance(text, list) else _text(text)}
     if kind == "error":
-        return {"output_type": "error", "ename": content.get("ename", ""), "evalue": content.get("evalue", ""),
-                "traceback": list(content.get("traceback") or [])}
-    output = {"output_type": kind, "data": dict(content.get("data") or {}),
-              "metadata": dict(content.get("metadata") or {})}
+        traceback = content.get("traceback") or []
+        return {"output_type": "error", "ename": _text(content.get("ename", "")),
+                "evalue": _text(content.get("evalue", "")),
+                "traceback": [_text(t) for t in (traceback if isinstance(traceback, list) else [traceback])]}
+    metadata = content.get("metadata")
+    output = {"output_type": kind, "data": _mimebundle(content.get("data")),
+              "metadata": dict(metadata) if isinstance(metadata, dict) else {}}
     if kind == "execute_result":
-        output["execution_count"] = content.get("execution_count")
+        count = content.get("execution_count")
+        output["execution_count"] = int(count) if isinstance(count, (int, float)) and not isinstance(count, bool) \
+            and count >= 0 else None
     return output

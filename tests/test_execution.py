@@ -214,3 +214,84 @@ async def test_execute_refusals(live):
         assert "only code cells run" in await refused(mcp, "cell_execute", path=md, cell_id=md_ids[0])
         assert "escapes" in await refused(mcp, "code_execute", path="../x.ipynb", code="1")
         assert "no notebook" in await refused(mcp, "code_execute", path="nothere.ipynb", code="1")
+
+
+async def _valid_on_disk(live, name: str, ready) -> dict:
+    """The notebook as saved, once ``ready(nb)`` holds (the room saves after its 1 s debounce);
+    it validates against nbformat's schema."""
+    import nbformat
+
+    for _ in range(100):
+        try:
+            saved = json.loads((live.root / name).read_text())
+        except ValueError:  # caught mid-write
+            saved = None
+        if saved is not None and ready(saved):
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError(f"not saved as expected: {saved}")
+    nbformat.validate(nbformat.from_dict(saved))
+    return saved
+
+
+async def test_a_cell_retyped_to_markdown_while_it_runs_finishes_clearly(live):
+    code = "import time\nprint('before', flush=True)\ntime.sleep(3)\nprint('after')"
+    name, ids = notebook(live, code)
+    async with connect(live.mcp_url, live.token) as mcp, connect(live.mcp_url, live.token) as other, \
+            UIClient(live.url, live.token, name) as ui:
+        run = asyncio.create_task(mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[0]}))
+        await ui.wait_for(lambda: "before" in stdout_of(ui.nb.ycells[0]))
+        await call(other, "cell_update", path=name, cell_id=ids[0], source="# now *markdown*", cell_type="markdown")
+        raw = await run
+        assert not raw.is_error, raw.content[0].text
+        result = raw.structured_content
+        assert result["status"] == "ok"
+        assert "markdown cell while it ran" in result["message"]
+        assert [o["text"] for o in result["outputs"]] == ["before\nafter\n"]  # all in the answer
+        started = time.monotonic()
+        follow = await call(mcp, "code_execute", path=name, code="print('free')", timeout=10)
+        assert follow["outputs"][0]["text"] == "free\n" and time.monotonic() - started < 2  # the kernel is idle
+        cell = await call(mcp, "cell_get", path=name, cell_id=ids[0])
+        assert cell["cell_type"] == "markdown" and cell["source"] == "# now *markdown*"
+        ycell = ui.nb.ycells[0].to_py()
+        assert not {"outputs", "execution_count", "execution_state"} & set(ycell), ycell
+    saved = await _valid_on_disk(live, name, lambda nb: nb["cells"][0]["cell_type"] == "markdown")
+    assert saved["cells"][0]["source"] in ("# now *markdown*", ["# now *markdown*"])
+
+
+async def test_odd_outputs_from_the_kernel_are_stored_valid_and_read_back(live):
+    name, ids = notebook(live,
+                         "from IPython.display import display\ndisplay({'text/plain': 5}, raw=True)",
+                         "from IPython.display import display\n"
+                         "display({'text/plain': 'x', 'text/html': ['<b>', 7]}, raw=True, display_id=['a'])",
+                         "display({'application/json': {'k': [1, 2]}, 'text/plain': 'j'}, raw=True)")
+    async with connect(live.mcp_url, live.token) as mcp:
+        five = await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        assert five["status"] == "ok" and five["outputs"][0]["text"] == "5"
+        listed = await call(mcp, "cell_execute", path=name, cell_id=ids[1])
+        assert listed["status"] == "ok" and listed["outputs"][0]["text"] == "x"
+        as_json = await call(mcp, "cell_execute", path=name, cell_id=ids[2])
+        assert as_json["status"] == "ok"
+        got = await call(mcp, "notebook_get", path=name)
+        assert [c["outputs"][0]["text"] for c in got["cells"]] == ["5", "x", "j"]
+        cell = await call(mcp, "cell_get", path=name, cell_id=ids[0])
+        assert cell["outputs"][0]["text"] == "5"
+    saved = await _valid_on_disk(live, name, lambda nb: all(c["outputs"] for c in nb["cells"]))
+    assert saved["cells"][2]["outputs"][0]["data"]["application/json"] == {"k": [1, 2]}  # JSON kept as JSON
+
+
+async def test_a_notebook_with_odd_outputs_on_disk_is_read(live):
+    name, ids = notebook(live, "x", "y")
+    nb = json.loads((live.root / name).read_text())
+    nb["cells"][0]["outputs"] = [{"output_type": "display_data", "data": {"text/plain": 5}, "metadata": {}}]
+    # (not a stream text or a list holding a number: the room's loading refuses that file already)
+    nb["cells"][1]["outputs"] = [{"output_type": "execute_result", "data": {"text/html": {"b": 1}}, "metadata": {},
+                                  "execution_count": 1},
+                                 {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["tb", 2]}]
+    (live.root / name).write_text(json.dumps(nb))  # another tool wrote this file
+    async with connect(live.mcp_url, live.token) as mcp:
+        got = await call(mcp, "notebook_get", path=name)
+        assert [[o["text"] for o in c["outputs"]] for c in got["cells"]] == [["5.0"], ['{"b": 1.0}', "tb\n2.0"]]  # Y numbers are floats
+        cell = await call(mcp, "cell_get", path=name, cell_id=ids[1])
+        assert cell["outputs"][1]["ename"] == "E"

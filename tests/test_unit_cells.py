@@ -242,3 +242,37 @@ def test_a_source_over_the_cap_is_refused_and_changes_nothing():
     cells.update(ynb, 1, at_cap)
     cells.insert(ynb, 2, "raw", at_cap)
     assert sources(ynb) == ["keep me", at_cap, at_cap]
+
+
+def _nbformat_valid(ynb: YNotebook) -> None:
+    import nbformat
+
+    nbformat.validate(nbformat.from_dict(ynb.get()))
+
+
+def test_retyping_gives_each_type_its_valid_shape():
+    ynb = notebook("print(1)", "# title")
+    cells.begin_run(ynb, 0)
+    cells.apply_output_event(ynb, 0, {"kind": "output", "output": {"output_type": "stream", "name": "stdout",
+                                                                   "text": "1\n"}})
+    cells.end_run(ynb, 0, 3)
+    cells.update(ynb, 0, "now prose", cell_type="markdown")
+    assert not {"outputs", "execution_count", "execution_state"} & set(ynb.ycells[0].to_py())
+    cells.update(ynb, 1, "x = 1", cell_type="code")
+    assert ynb.ycells[1]["outputs"].to_py() == [] and ynb.ycells[1]["execution_count"] is None
+    _nbformat_valid(ynb)
+
+
+def test_outputs_of_a_run_go_only_to_a_code_cell():
+    ynb = notebook("print(1)")
+    cells.begin_run(ynb, 0)
+    ycell = ynb.ycells[0]
+    ycell["cell_type"] = "markdown"  # retyped in place by someone who left the code cell's fields
+    event = {"kind": "output", "output": {"output_type": "stream", "name": "stdout", "text": "1\n"}}
+    cells.apply_output_event(ynb, 0, event)  # no KeyError, nothing written
+    cells.replace_outputs(ynb, 0, [event["output"]])
+    cells.end_run(ynb, 0, 4)  # the run ends: the cell keeps a markdown cell's shape
+    assert not {"outputs", "execution_count", "execution_state"} & set(ycell.to_py())
+    cells.begin_run(ynb, 0)
+    assert "outputs" not in ycell and "execution_state" not in ycell
+    _nbformat_valid(ynb)

@@ -235,3 +235,44 @@ async def test_every_wait_counts_against_the_timeout_and_a_late_run_is_not_sent(
     await kernels.interrupt("k")
     await first
     assert ("execute", "second()") not in kernel.log
+
+
+def _valid_output(output: dict) -> None:
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=[output])])
+    nbformat.validate(nb)
+
+
+def test_odd_kernel_messages_become_valid_nbformat_outputs():
+    from jupyter_mcp.kernels import _output_from_msg
+
+    five = _output_from_msg("display_data", {"data": {"text/plain": 5, "text/html": ["<b>", 7, None],
+                                                      "application/json": {"a": [1]},
+                                                      "application/vnd.x+json": 3, "image/png": {"no": 1}},
+                                             "metadata": "not a dict", "transient": {"display_id": ["a"]}})
+    assert five["data"] == {"text/plain": "5", "text/html": ["<b>", "7", "null"], "application/json": {"a": [1]},
+                            "application/vnd.x+json": 3, "image/png": '{"no": 1}'}
+    assert five["metadata"] == {} and "transient" not in five
+    result = _output_from_msg("execute_result", {"data": None, "execution_count": "3"})
+    stream_ = _output_from_msg("stream", {"name": 1, "text": ["a", 2]})
+    error = _output_from_msg("error", {"ename": 1, "evalue": None, "traceback": "one line"})
+    for output in (five, result, stream_, error):
+        _valid_output(output)
+    assert result["data"] == {} and result["execution_count"] is None
+    assert stream_ == {"output_type": "stream", "name": "stdout", "text": "a2"}
+    assert error["ename"] == "1" and error["evalue"] == "null" and error["traceback"] == ["one line"]
+
+
+async def test_a_display_id_that_is_not_a_string_is_not_tracked_and_the_output_is_kept():
+    kernels, _ = kernels_with([
+        iopub("display_data", data={"text/plain": "x"}, metadata={}, transient={"display_id": ["a"]}),
+        iopub("update_display_data", data={"text/plain": "y"}, metadata={}, transient={"display_id": ["a"]}),
+        iopub("display_data", data={"text/plain": 5}, metadata={}, transient={"display_id": "d"}),
+        iopub("update_display_data", data={"text/plain": 6}, metadata={}, transient={"display_id": "d"}),
+        IDLE])
+    result = await kernels.run("k", "display(...)", timeout=5)
+    assert result.status == "ok"
+    assert [o["data"] for o in result.outputs] == [{"text/plain": "x"}, {"text/plain": "6"}]
+    for output in result.outputs:
+        _valid_output(output)

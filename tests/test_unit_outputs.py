@@ -39,3 +39,28 @@ def test_content_blocks_merge_text_and_carry_images():
     assert blocks[0].text == "one\ntwo\n"  # the figure's text/plain repr is not repeated
     assert blocks[1].data == PNG and blocks[1].mime_type == "image/png"
     assert outputs.to_content([]) == []
+
+
+def test_odd_stored_outputs_are_read_without_failing():
+    odd = [
+        {"output_type": "display_data", "data": {"text/plain": 5}, "metadata": {}},
+        {"output_type": "execute_result", "data": {"text/plain": ["a", 1], "text/html": {"x": 1}}, "metadata": {}},
+        {"output_type": "display_data", "data": {"image/png": 7, "text/plain": "fig"}, "metadata": {}},
+        {"output_type": "stream", "name": 3, "text": ["one ", None]},
+        {"output_type": "error", "ename": 2, "evalue": None, "traceback": ["tb", 4]},
+        {"output_type": "error", "traceback": "not a list"},
+        {"output_type": "display_data", "data": "not a bundle"},
+        {"data": {"application/json": {"k": [1]}}},
+        "not even a dict",
+        {"output_type": 9},
+    ]
+    summary = outputs.summarize(odd, max_chars=100)
+    assert [s["text"] for s in summary] == ["5", "a1", "fig", "one null", "tb\n4", "not a list", "", '{\n "k": [\n  1\n ]\n}',
+                                            "", ""]
+    assert summary[3]["name"] == "3" and summary[4]["ename"] == "2" and summary[4]["evalue"] is None
+    assert summary[8]["output_type"] == "unknown" and summary[9]["output_type"] == "9"
+    assert all(isinstance(s["text"], str) and isinstance(s["output_type"], str) for s in summary)
+    blocks = outputs.to_content(odd)
+    assert [b.type for b in blocks] == ["text"]  # an image that is not text is no image
+    assert blocks[0].text.startswith("5\na1\n")
+    assert outputs.to_content("not a list") == [] and outputs.summarize(None, 10) == []
