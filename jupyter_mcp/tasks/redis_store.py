@@ -27,6 +27,9 @@ HEARTBEAT_SEC = 3
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
 
+RETRIES = 3  # of one command on a broken connection, reconnecting each time (about 0.4 s in all)
+
+
 class RedisTaskStore:
     shared = True  # other servers read and cancel these records
 
@@ -35,11 +38,18 @@ class RedisTaskStore:
         reads them); ``prefix``: of every key this store writes."""
         try:
             import redis.asyncio as aioredis
+            from redis.asyncio.retry import Retry
+            from redis.backoff import ExponentialBackoff
+            from redis.exceptions import ConnectionError, TimeoutError
         except ImportError as exc:  # a clear start-up failure, never a silent fallback
             raise ImportError("RedisTaskStore needs the redis package: pip install 'jupyter-mcp[redis]'") from exc
         self.url = url
         self.prefix = prefix
-        self.redis = aioredis.from_url(self.url, decode_responses=True)
+        # A client from a URL retries nothing: after a Redis restart the first command on
+        # each pooled connection would fail on its dead socket. Reconnect and retry instead.
+        self.redis = aioredis.from_url(self.url, decode_responses=True,
+                                       retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), RETRIES),
+                                       retry_on_error=[ConnectionError, TimeoutError])
         self.server_id: str | None = None
         self._heartbeat: asyncio.Task[None] | None = None
 
