@@ -17,7 +17,7 @@ from traitlets import Dict, Float, Integer, TraitError, Unicode, default, valida
 
 from .activity import Activity
 from .fileids import prune_stale
-from .handlers import MCP_PATH, MCPHandler, Readiness
+from .handlers import MCP_PATH, MCPHandler, Readiness, SessionLimit
 from .kernels import Kernels
 from .notebooks import Notebooks
 from .presence import AgentPresence
@@ -72,6 +72,13 @@ class JupyterMCPApp(ExtensionApp):
         "(while its cell runs it stays). Default: 60.",
     )
 
+    max_sessions_per_user = Integer(
+        100, config=True,
+        help="Most MCP sessions (handshake-era clients) one user may hold open at once; one more is refused "
+        "with 429 until one is closed or expires, so one client cannot use up the server's sessions. "
+        "Default: 100.",
+    )
+
     task_store_class = Unicode(
         config=True,
         help="Where MCP tasks are kept, as module:Class, e.g. jupyter_mcp.tasks.redis_store:RedisTaskStore "
@@ -103,7 +110,7 @@ class JupyterMCPApp(ExtensionApp):
         "requests are cut to it (clients see it as maxTtl). Default: 86400000 (24 hours).")
 
     @validate("room_idle_timeout", "room_sweep_interval", "agent_idle_timeout", "task_poll_interval",
-              "task_default_ttl", "task_max_ttl")
+              "task_default_ttl", "task_max_ttl", "max_sessions_per_user")
     def _positive(self, proposal: Any) -> Any:
         if proposal["value"] <= 0:
             raise TraitError(f"JupyterMCPApp.{proposal['trait'].name} must be positive, not {proposal['value']!r}")
@@ -156,7 +163,9 @@ class JupyterMCPApp(ExtensionApp):
             pass
 
     def initialize_handlers(self) -> None:
-        self.handlers.append((MCP_PATH, MCPHandler, {"app": self.asgi_app, "readiness": self.readiness}))
+        self.handlers.append((MCP_PATH, MCPHandler, {
+            "app": self.asgi_app, "readiness": self.readiness,
+            "sessions": SessionLimit(self.asgi_app, self.max_sessions_per_user)}))
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         try:

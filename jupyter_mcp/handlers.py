@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
 from tornado import web
 
 from .identity import principal_of_handler, scope_user
@@ -35,6 +37,46 @@ class Readiness:
         return self.error
 
 
+class SessionLimit:
+    """At most ``per_user`` open MCP sessions per principal, so one client cannot use up the
+    SDK's server-wide cap (10,000, then 503 for everyone until sessions expire).
+
+    The SDK keeps who opened each session (``_session_owners``, session id -> the owner's
+    authorization context); this is the one place that reads it."""
+
+    def __init__(self, app: Any, per_user: int) -> None:
+        self.app = app
+        self.per_user = per_user
+
+    def _owners(self) -> dict[str, Any]:
+        """The SDK session manager's table of who opened each session (it lives on fastmcp's
+        /mcp route once the app's lifespan started)."""
+        for route in self.app.routes:
+            manager = getattr(getattr(route, "endpoint", None), "session_manager", None)
+            if manager is not None:
+                return manager._session_owners
+        raise RuntimeError("the MCP app has no session manager: its lifespan has not started")
+
+    def held_by(self, user: AuthenticatedUser) -> int:
+        owners = self._owners()
+        mine = authorization_context(user)
+        return sum(1 for owner in list(owners.values()) if owner == mine)
+
+    def refusal(self, user: AuthenticatedUser, request: Any) -> str | None:
+        """Why this request may not open a session now, or None (it opens none, or may)."""
+        if request.method != "POST" or request.headers.get("Mcp-Session-Id") or b'"initialize"' not in request.body:
+            return None
+        try:
+            method = json.loads(request.body).get("method")
+        except (ValueError, AttributeError):
+            return None  # not one JSON-RPC request: the SDK answers it
+        if method != "initialize" or self.held_by(user) < self.per_user:
+            return None
+        return (f"too many open MCP sessions: user {user.username!r} already holds {self.per_user} "
+                "(JupyterMCPApp.max_sessions_per_user); end one (DELETE /mcp with its Mcp-Session-Id) "
+                "or let idle ones expire, then initialize again")
+
+
 class MCPHandler(APIHandler):
     """Serves GET, POST and DELETE on /mcp through the MCP Streamable HTTP app.
 
@@ -48,9 +90,10 @@ class MCPHandler(APIHandler):
 
     auth_resource = AUTH_RESOURCE
 
-    def initialize(self, app: ASGIApp, readiness: Readiness) -> None:
+    def initialize(self, app: ASGIApp, readiness: Readiness, sessions: SessionLimit) -> None:
         self.app = app
         self.readiness = readiness
+        self.sessions = sessions
         self._asgi: ASGIRequest | None = None
 
     def check_xsrf_cookie(self) -> None:
@@ -97,6 +140,9 @@ class MCPHandler(APIHandler):
         error = await self.readiness.wait()
         if error:
             raise web.HTTPError(503, "jupyter_mcp failed to start: %s" % error)
+        refusal = self.sessions.refusal(user, self.request)
+        if refusal is not None:
+            raise web.HTTPError(429, refusal)
         self._asgi = ASGIRequest(self, MCP_PATH, {"user": user, SCOPE_KEY: Permissions(self)})
         await self._asgi.run(self.app)
 

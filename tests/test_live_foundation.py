@@ -166,3 +166,34 @@ async def test_a_server_with_auth_off_serves_mcp_without_a_token(live_factory):
                    headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                             "Origin": "http://evil.example"})
     assert r.status_code == 403 and "Origin not allowed" in r.text  # what still keeps browsers out
+
+
+def test_one_user_cannot_use_up_the_sessions(live_factory):
+    """Sessions are capped per user: alice's fourth open session is refused, clearly, while
+    bob still opens his; once alice ends one she may open another."""
+    server = live_factory(token="alice-token", args=[
+        "--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers",
+        "--JupyterMCPApp.max_sessions_per_user=3"])
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    alice = {**accept, "Authorization": "token alice-token"}
+    with httpx.Client(timeout=30) as http:
+        opened = [http.post(server.mcp_url, json=init, headers=alice) for _ in range(3)]
+        assert [r.status_code for r in opened] == [200, 200, 200]
+        refused = http.post(server.mcp_url, json=init, headers=alice)
+        assert refused.status_code == 429
+        assert "too many open MCP sessions" in refused.text and "max_sessions_per_user" in refused.text
+        bob = http.post(server.mcp_url, json=init, headers={**accept, "Authorization": "token bob-token"})
+        assert bob.status_code == 200
+        sid = opened[0].headers["mcp-session-id"]
+        ended = http.delete(server.mcp_url, headers={**alice, "mcp-session-id": sid,
+                                                     "mcp-protocol-version": "2025-11-25"})
+        assert ended.status_code == 200
+        assert http.post(server.mcp_url, json=init, headers=alice).status_code == 200
+        # requests on an open session are never refused by the cap
+        listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        sid = opened[1].headers["mcp-session-id"]
+        on_session = {**alice, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+        http.post(server.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=on_session)
+        assert http.post(server.mcp_url, json=listing, headers=on_session).status_code == 200

@@ -15,7 +15,7 @@ from jupyter_mcp.testing import call, write_notebook
 from jupyter_mcp.tasks import load_store
 
 DOCUMENTED = {"server_name", "room_idle_timeout", "room_sweep_interval", "agent_idle_timeout", "task_store_class",
-              "task_store_options", "task_poll_interval", "task_default_ttl", "task_max_ttl"}
+              "task_store_options", "task_poll_interval", "task_default_ttl", "task_max_ttl", "max_sessions_per_user"}
 
 
 def test_every_setting_is_a_documented_traitlet():
