@@ -11,7 +11,6 @@ is registered for cancellation and its output so far can become the task's resul
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -22,11 +21,9 @@ from mcp_types import TextContent
 from . import cells, outputs
 from .activity import Activity
 from .errors import NotebookError
-from .kernels import Execution, Kernels, OnEvent, OutputEvent
+from .kernels import Execution, Kernels, OnEvent, OutputEvent, logs_its_error
 from .rooms import LiveNotebook, Rooms
 from .tasks import record_output, register_interrupt
-
-log = logging.getLogger(__name__)
 
 RUNNING_MARK_SEC = 0.05  # a cell still silent after this shows as running ([*]) at once
 
@@ -276,15 +273,9 @@ async def run_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveN
     # stop instead: a run that has not sent its code yet never sends it, a running one is
     # interrupted and ends at once with the cell complete.
     inner = await _stoppable(live)
-    inner.add_done_callback(_retrieve)
+    inner.add_done_callback(logs_its_error("a cell run whose caller had left"))
     execution = await asyncio.shield(inner)
     return answer(execution, {"path": nb.path, "cell_id": run.cell_id}, max_chars)
-
-
-def _retrieve(task: asyncio.Future[Any]) -> None:
-    """A run nobody waits for any more (its caller left) still has its error looked at."""
-    if not task.cancelled() and task.exception() is not None:
-        log.info("a cell run whose caller had left ended with: %s", task.exception())
 
 
 async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float, client: ClientStream | None,
@@ -292,6 +283,5 @@ async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float
     if not code.strip():
         raise NotebookError("code is empty: pass the code to run")
     on_output = (lambda event, so_far: client.send(event)) if client is not None else None
-
     execution = await (await _stoppable(lambda stop: _run(kernels, nb, code, timeout, on_output, stop)))
     return answer(execution, {"path": nb.path}, max_chars)

@@ -8,7 +8,10 @@ from typing import Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, authorization_context
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    authorization_context,
+)
 from tornado import web
 
 from .identity import principal_of_handler, scope_user

@@ -48,10 +48,13 @@ class NotStarted(Exception):
     """The call's time ran out before its code could be sent (nothing was run)."""
 
 
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    """A kernel start whose caller stopped waiting still has its error looked at (and logged)."""
-    if not future.cancelled() and future.exception() is not None:
-        log.info("jupyter_mcp: starting a kernel failed: %s", future.exception())
+def logs_its_error(what: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback: work whose caller may have stopped waiting (a kernel start, a shielded
+    run) still has its error looked at, and logged as ``what`` failing."""
+    def retrieve(future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            log.info("jupyter_mcp: %s ended with: %s", what, future.exception())
+    return retrieve
 
 
 @dataclass
@@ -94,7 +97,7 @@ class Kernels:
         if known is not None:
             return known
         starting = asyncio.ensure_future(self._start_for(path, kernel_name))
-        starting.add_done_callback(_retrieve)
+        starting.add_done_callback(logs_its_error("starting a kernel"))
         try:
             return await asyncio.wait_for(asyncio.shield(starting), timeout)
         except asyncio.TimeoutError:

@@ -155,11 +155,18 @@ class Rooms:
         For the tools that change a notebook: an edit of a file the server cannot write could
         never be saved, so it is refused before it changes anything."""
         canonical = self._existing_notebook(path)
-        if not os.access(to_os_path(self.root_dir, canonical), os.W_OK):
-            raise NotebookError(f"the server cannot write {canonical!r} (its file permissions do not let the "
-                                "user the server runs as write it), so an edit could never be saved; nothing "
-                                "was changed. Reading it works; to edit it, make the file writable for the server")
+        refusal = self._cannot_write(canonical)
+        if refusal is not None:
+            raise NotebookError(f"{refusal}, so an edit could never be saved; nothing was changed. Reading it "
+                                "works; to edit it, make the file writable for the server")
         return canonical
+
+    def _cannot_write(self, canonical: str) -> str | None:
+        """Why the server may not write this notebook's file, or None if it may."""
+        if os.access(to_os_path(self.root_dir, canonical), os.W_OK):
+            return None
+        return (f"the server cannot write {canonical!r} (its file permissions do not let the user the server "
+                "runs as write it)")
 
     async def open(self, path: object) -> LiveNotebook:
         """The live notebook at ``path``, attaching to its room or creating it."""
@@ -294,10 +301,7 @@ class Rooms:
             reason = reason.replace(self.root_dir.rstrip(os.sep) + os.sep, "")  # workspace paths, not the box's
             return Saved(False, f"writing {path!r} failed: {reason}")
         if saved_model is None:  # the loader skips a file the contents manager says is not writable
-            if not os.access(to_os_path(self.root_dir, path), os.W_OK):
-                return Saved(False, f"the server cannot write {path!r} (its file permissions do not let the "
-                                    "user the server runs as write it)")
-            return Saved(False, f"the save of {path!r} was interrupted")
+            return Saved(False, self._cannot_write(path) or f"the save of {path!r} was interrupted")
         self._differs.pop(room, None)
         if room.clients:  # mark the save as jupyter-server-ydoc marks its own, for the people in the room
             # (with nobody there, the room is about to close: a change now would reach its

@@ -59,11 +59,10 @@ class Sweeper:
                                      "the save is tried again at the next sweep",
                                      self.rooms.path_of(room_id) or room_id, saved.reason, room_id)
                     continue
-                else:
-                    if self.activity.save_error(room_id) is not None:
-                        self.log.info("jupyter_mcp: saved %s at last (room %s)",
-                                         self.rooms.path_of(room_id) or room_id, room_id)
-                    self.activity.save_succeeded(room_id)
+                elif self.activity.save_error(room_id) is not None:
+                    self.log.info("jupyter_mcp: saved %s at last (room %s)", self.rooms.path_of(room_id) or room_id,
+                                  room_id)
+                self.activity.save_succeeded(room_id)
                 # The save awaited: re-check that nobody arrived meanwhile.
                 if not self._closable(room_id, room):
                     continue
