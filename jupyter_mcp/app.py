@@ -79,6 +79,27 @@ class JupyterMCPApp(ExtensionApp):
         "Default: 100.",
     )
 
+    kernel_idle_timeout = Float(
+        3600.0, config=True,
+        help="Seconds a kernel MCP started (in a session it made) may sit unused before it is shut down and "
+        "its session deleted: nobody connected to it (a JupyterLab tab), nothing running, no MCP call on "
+        "it. A kernel a tab is connected to, or one MCP did not start, is never stopped. Checked at every "
+        "room sweep. 0: never stopped. Default: 3600.",
+    )
+
+    max_kernels = Integer(
+        16, config=True,
+        help="Most kernels MCP-started may run at once; a call that would start one more is refused, saying "
+        "so (a notebook that has a kernel is never refused). 0: no cap. Default: 16.",
+    )
+
+    @validate("kernel_idle_timeout", "max_kernels")
+    def _not_negative(self, proposal: Any) -> Any:
+        if proposal["value"] < 0:
+            raise TraitError(f"JupyterMCPApp.{proposal['trait'].name} must be 0 (off) or positive, "
+                             f"not {proposal['value']!r}")
+        return proposal["value"]
+
     task_store_class = Unicode(
         config=True,
         help="Where MCP tasks are kept, as module:Class, e.g. jupyter_mcp.tasks.redis_store:RedisTaskStore "
@@ -131,10 +152,11 @@ class JupyterMCPApp(ExtensionApp):
         self.activity = Activity()
         self.rooms = Rooms(self.serverapp, root_dir)
         self.presence = AgentPresence(self.agent_idle_timeout, busy=self.activity.busy)
+        self.kernels = Kernels(self.serverapp, idle_timeout=self.kernel_idle_timeout, max_kernels=self.max_kernels,
+                               logger=self.log)
         self.sweeper = Sweeper(self.rooms, self.activity, idle_timeout=self.room_idle_timeout,
                                interval=self.room_sweep_interval, on_close=self.presence.forget_room,
-                               logger=self.log)
-        self.kernels = Kernels(self.serverapp)
+                               logger=self.log, stop_idle_kernels=self.kernels.stop_idle)
         try:
             store = load_store(self.task_store_class, **self.task_store_options)
         except Exception as exc:

@@ -7,6 +7,12 @@ is the only place that sends code and waits for the kernel: timeouts, interrupts
 dead kernels are handled there once for every tool that executes. It knows nothing of
 documents or tasks: its caller passes hooks (``on_start`` gets the way to interrupt this
 run, ``on_event`` each output as it arrives).
+
+The kernels MCP started itself (in a session it made) are kept track of: at most
+``max_kernels`` run at once, and one that nobody is connected to, that runs nothing and
+that nobody used for ``idle_timeout`` is stopped with its session (``stop_idle``, called by
+the sweeper), so agents that move on leave no kernels holding memory for ever. A kernel a
+person's tab is connected to, or one MCP did not start, is never stopped.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any, Literal
 
 from .errors import NotebookError
@@ -67,6 +74,23 @@ class Execution:
     message: str | None = None  # a note for the agent (timeout, interrupt)
 
 
+@dataclass
+class Started:
+    """A kernel MCP started: the notebook and the session it made for it, and when MCP last used it."""
+
+    path: str
+    session_id: str
+    used: float  # time.monotonic()
+
+
+def stoppable(*, connections: int, state: str, running: bool, idle_seconds: float, timeout: float) -> bool:
+    """Whether an MCP-started kernel may be stopped: nobody connected (a JupyterLab tab holds
+    a kernel websocket), nothing running on it (busy, starting, or an MCP run), and idle for
+    ``timeout`` seconds (0: never stopped)."""
+    return (timeout > 0 and connections == 0 and not running and state not in ("busy", "starting")
+            and idle_seconds >= timeout)
+
+
 def session_path(path: str) -> str:
     """A session's notebook path without a drive prefix (JupyterLab's 'RTC:foo.ipynb')."""
     drive, sep, rest = path.partition(":")
@@ -76,10 +100,16 @@ def session_path(path: str) -> str:
 class Kernels:
     """Finds (or starts) a notebook's kernel and runs code in it."""
 
-    def __init__(self, serverapp: Any) -> None:
+    def __init__(self, serverapp: Any, *, idle_timeout: float = 0, max_kernels: int = 0,
+                 logger: logging.Logger | None = None) -> None:
         self.serverapp = serverapp
+        self.idle_timeout = idle_timeout
+        self.max_kernels = max_kernels
+        self.log = logger or log  # the server's log, so that its lines reach the server's output
         self._clients: dict[str, Any] = {}
         self._by_path: dict[str, str] = {}
+        self._started: dict[str, Started] = {}  # kernel id -> what MCP started
+        self._starting = 0  # sessions being made right now: counted against max_kernels
         self._run_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._session_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
@@ -95,6 +125,7 @@ class Kernels:
         self._drop_gone()
         known = self._by_path.get(path)  # _drop_gone just removed it if its kernel is gone
         if known is not None:
+            self._touch(known)
             return known
         starting = asyncio.ensure_future(self._start_for(path, kernel_name))
         starting.add_done_callback(logs_its_error("starting a kernel"))
@@ -106,7 +137,24 @@ class Kernels:
     async def _start_for(self, path: str, kernel_name: str | None) -> str:
         async with self._session_locks[path]:
             self._by_path[path] = kernel_id = await self._session_kernel(path, kernel_name)
+            self._touch(kernel_id)
             return kernel_id
+
+    def _touch(self, kernel_id: str) -> None:
+        if kernel_id in self._started:
+            self._started[kernel_id].used = time.monotonic()
+
+    def _refuse_over_cap(self, path: str) -> None:
+        """One more kernel would pass ``max_kernels``: refused, before anything starts."""
+        running = len(self._started) + self._starting
+        if self.max_kernels and running >= self.max_kernels:
+            held = sorted(s.path for s in self._started.values())
+            raise NotebookError(
+                f"not starting a kernel for {path!r}: MCP already runs {running} kernel(s) it started, the most "
+                f"allowed (JupyterMCPApp.max_kernels = {self.max_kernels}); notebooks holding them: "
+                f"{', '.join(held) or '(still starting)'}. Run the code in one of those notebooks, shut one of "
+                "their kernels down (JupyterLab's Running panel), or raise JupyterMCPApp.max_kernels. "
+                "Nothing was started.")
 
     async def has_session(self, path: str) -> bool:
         """Whether the notebook has a session with a live kernel (else running code makes one)."""
@@ -126,15 +174,69 @@ class Kernels:
         existing = await self._existing_kernel(path)
         if existing is not None:
             return existing
+        self._refuse_over_cap(path)
         sm = self.serverapp.session_manager
         specs = self.serverapp.kernel_spec_manager.find_kernel_specs()
         name = kernel_name if kernel_name in specs else None
+        self._starting += 1
         try:
             session = await sm.create_session(path=path, name=os.path.basename(path), type="notebook",
                                               kernel_name=name or self.km.default_kernel_name)
         except Exception as exc:
             raise NotebookError(f"could not start a kernel for {path!r}: {exc}") from None
-        return session["kernel"]["id"]
+        finally:
+            self._starting -= 1
+        kernel_id = session["kernel"]["id"]
+        self._started[kernel_id] = Started(path, session["id"], time.monotonic())
+        return kernel_id
+
+    async def stop_idle(self) -> list[str]:
+        """Stop every kernel MCP started that ``stoppable`` allows, deleting the session MCP made
+        for it (JupyterLab opening the notebook later makes a fresh one); the notebooks' paths."""
+        self._drop_gone()
+        stopped = []
+        for kernel_id, started in list(self._started.items()):
+            if kernel_id not in self.km or kernel_id not in self._started:
+                continue
+            run_lock, session_lock = self._run_locks[kernel_id], self._session_locks[started.path]
+            idle = self._idle_seconds(kernel_id, started)
+            if not stoppable(connections=self.km.kernel_model(kernel_id).get("connections", 0),
+                             state=getattr(self.km.get_kernel(kernel_id), "execution_state", ""),
+                             running=run_lock.locked() or session_lock.locked(), idle_seconds=idle,
+                             timeout=self.idle_timeout):
+                continue
+            # Both locks are free, so taking them does not wait: a run or a start that comes
+            # meanwhile waits for the stop, then finds no kernel and starts a fresh one.
+            async with session_lock, run_lock:
+                await self._stop(kernel_id, started)
+            self.log.info("jupyter_mcp: stopped the kernel MCP started for %s (idle %.0fs, nobody connected); "
+                          "its session is deleted", started.path, idle)
+            stopped.append(started.path)
+        return stopped
+
+    def _idle_seconds(self, kernel_id: str, started: Started) -> float:
+        """Since MCP's last use or the kernel's last activity (a person's run), whichever is later."""
+        idle = time.monotonic() - started.used
+        last = getattr(self.km.get_kernel(kernel_id), "last_activity", None)
+        if isinstance(last, datetime):
+            last = last if last.tzinfo else last.replace(tzinfo=timezone.utc)
+            idle = min(idle, (datetime.now(timezone.utc) - last).total_seconds())
+        return idle
+
+    async def _stop(self, kernel_id: str, started: Started) -> None:
+        del self._started[kernel_id]
+        if self._by_path.get(started.path) == kernel_id:
+            del self._by_path[started.path]
+        self.forget(kernel_id)
+        sm = self.serverapp.session_manager
+        try:
+            session = await sm.get_session(session_id=started.session_id)
+        except Exception:  # the session is gone (deleted from the UI): only the kernel is left
+            session = None
+        if session is not None and (session.get("kernel") or {}).get("id") == kernel_id:
+            await sm.delete_session(started.session_id)  # shuts the kernel down too
+        elif kernel_id in self.km:
+            await self.km.shutdown_kernel(kernel_id)
 
     async def _client(self, kernel_id: str, timeout: float = READY_TIMEOUT_SEC) -> Any:
         """Our client of the kernel, ready; ``NotStarted`` if it is not ready within ``timeout``
@@ -170,6 +272,8 @@ class Kernels:
             self._run_locks.pop(kernel_id, None)
         for path in [p for p, k in self._by_path.items() if k not in self.km]:
             del self._by_path[path]
+        for kernel_id in [k for k in self._started if k not in self.km]:
+            del self._started[kernel_id]
 
     def close(self) -> None:
         """At shutdown: every kernel client closed."""
@@ -218,10 +322,14 @@ class Kernels:
         try:
             return await self._run_locked(kernel_id, code, timeout, deadline, on_start, on_event)
         finally:
+            self._touch(kernel_id)
             lock.release()
 
     async def _run_locked(self, kernel_id: str, code: str, timeout: float, deadline: float,
                           on_start: OnStart | None, on_event: OnEvent | None) -> Execution:
+        if kernel_id not in self.km:
+            raise KernelDied("the notebook's kernel was shut down before this code was sent (it was not run); "
+                             "the next call starts a fresh kernel")
         if not await self._alive(kernel_id):
             self.forget(kernel_id)
             await self.km.restart_kernel(kernel_id, now=True)

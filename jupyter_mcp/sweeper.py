@@ -5,7 +5,8 @@ again (someone may have arrived during the save), then closed. A room nobody cha
 closed without writing its file. A room whose save fails stays open with its edits: the
 sweeper says so (a warning naming the file and the reason, and ``room_list``) and tries again
 at every sweep until the save works. At shutdown every room MCP used is saved before the rooms
-stop, and one error line names each room that could not be.
+stop, and one error line names each room that could not be. Each sweep then runs
+``stop_idle_kernels`` (``Kernels.stop_idle``: the kernels MCP started that nobody uses).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .activity import Activity
@@ -24,12 +25,14 @@ log = logging.getLogger(__name__)
 
 class Sweeper:
     def __init__(self, rooms: Rooms, activity: Activity, *, idle_timeout: float, interval: float,
-                 on_close: Callable[[str], None] = lambda room_id: None, logger: logging.Logger | None = None) -> None:
+                 on_close: Callable[[str], None] = lambda room_id: None, logger: logging.Logger | None = None,
+                 stop_idle_kernels: Callable[[], Awaitable[object]] | None = None) -> None:
         self.rooms = rooms
         self.activity = activity
         self.idle_timeout = idle_timeout
         self.interval = interval
         self.on_close = on_close
+        self.stop_idle_kernels = stop_idle_kernels
         self.log = logger or log  # the server's log, so that its lines reach the server's output
         self._task: asyncio.Task[None] | None = None
 
@@ -81,6 +84,11 @@ class Sweeper:
                     release_memory()
             except Exception:
                 self.log.exception("jupyter_mcp: the idle-room sweep failed; it runs again next interval")
+            if self.stop_idle_kernels is not None:
+                try:
+                    await self.stop_idle_kernels()
+                except Exception:
+                    self.log.exception("jupyter_mcp: stopping idle kernels failed; it runs again next interval")
 
     async def flush(self) -> list[str]:
         """Save every room MCP used (at shutdown, before the rooms stop); the reasons of the

@@ -15,7 +15,8 @@ from jupyter_mcp.testing import call, write_notebook
 from jupyter_mcp.tasks import load_store
 
 DOCUMENTED = {"server_name", "room_idle_timeout", "room_sweep_interval", "agent_idle_timeout", "task_store_class",
-              "task_store_options", "task_poll_interval", "task_default_ttl", "task_max_ttl", "max_sessions_per_user"}
+              "task_store_options", "task_poll_interval", "task_default_ttl", "task_max_ttl", "max_sessions_per_user",
+              "kernel_idle_timeout", "max_kernels"}
 
 
 def test_every_setting_is_a_documented_traitlet():
@@ -54,6 +55,9 @@ def test_settings_refuse_nonsense():
         JupyterMCPApp(room_idle_timeout=-1)
     with pytest.raises(TraitError, match="positive"):
         JupyterMCPApp(task_max_ttl=0)
+    with pytest.raises(TraitError, match="0 \\(off\\) or positive"):
+        JupyterMCPApp(max_kernels=-1)
+    assert JupyterMCPApp(kernel_idle_timeout=0).kernel_idle_timeout == 0  # 0: never stopped
 
 
 @with_argv("--JupyterMCPApp.room_idle_timeout=0.5", "--JupyterMCPApp.room_sweep_interval=0.2")
