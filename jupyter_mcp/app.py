@@ -24,7 +24,7 @@ from .presence import AgentPresence
 from .rooms import Rooms, file_id_of
 from .server import build_server
 from .sweeper import Sweeper
-from .tasks import TaskManager, load_store
+from .tasks import Limits, TaskManager, load_store
 from .tornado_asgi import Lifespan
 
 
@@ -130,8 +130,25 @@ class JupyterMCPApp(ExtensionApp):
         24 * 60 * 60 * 1000, config=True, help="Longest ttl in milliseconds a client may ask for; longer "
         "requests are cut to it (clients see it as maxTtl). Default: 86400000 (24 hours).")
 
+    max_running_tasks_per_user = Integer(
+        Limits.running_per_owner, config=True,
+        help="Most MCP tasks one user may have running on this server at once; one more is refused with a "
+        f"clear error until one ends. Default: {Limits.running_per_owner}.")
+
+    max_tasks_per_user = Integer(
+        Limits.kept_per_owner, config=True,
+        help="Most MCP tasks one user may have kept in the task store (running, or finished and within their "
+        f"ttl); one more is refused with a clear error. Default: {Limits.kept_per_owner}.")
+
+    max_task_result_bytes = Integer(
+        Limits.result_bytes, config=True,
+        help="Largest result (its JSON, in bytes) a task keeps; a larger one ends the task failed, saying so "
+        "(what the call changed stays). The MCP Python SDK client reads no message over 1 MiB. "
+        f"Default: {Limits.result_bytes} (1 MiB).")
+
     @validate("room_idle_timeout", "room_sweep_interval", "agent_idle_timeout", "task_poll_interval",
-              "task_default_ttl", "task_max_ttl", "max_sessions_per_user")
+              "task_default_ttl", "task_max_ttl", "max_sessions_per_user", "max_running_tasks_per_user",
+              "max_tasks_per_user", "max_task_result_bytes")
     def _positive(self, proposal: Any) -> Any:
         if proposal["value"] <= 0:
             raise TraitError(f"JupyterMCPApp.{proposal['trait'].name} must be positive, not {proposal['value']!r}")
@@ -162,8 +179,10 @@ class JupyterMCPApp(ExtensionApp):
         except Exception as exc:
             self.log.critical("jupyter_mcp: the task store %r cannot be used: %s", self.task_store_class, exc)
             raise SystemExit(1) from None
+        limits = Limits(running_per_owner=self.max_running_tasks_per_user, kept_per_owner=self.max_tasks_per_user,
+                        result_bytes=self.max_task_result_bytes)
         self.tasks = TaskManager(store, default_ttl_ms=self.task_default_ttl, max_ttl_ms=self.task_max_ttl,
-                                 poll_interval_ms=self.task_poll_interval)
+                                 poll_interval_ms=self.task_poll_interval, limits=limits)
         notebooks = Notebooks(self.serverapp, root_dir, self.rooms, self.activity, self.presence, self.kernels)
         self.mcp = build_server(self.server_name, notebooks, self.tasks)
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)

@@ -160,3 +160,85 @@ async def test_store_retention_and_terminal_records(monkeypatch):
     assert [r.task_id for r in await store.list(owner="a")] == []
     fresh = await store.create(TaskRecord(task_id="t3", owner="a", tool="x", idempotency_key="k"))
     assert fresh.task_id == "t3"  # the key is free again
+
+
+# --- Bounds, and a store that goes away (issue 12, findings 6 and 7) ---------------------------------
+
+
+async def test_concurrent_submits_cannot_slip_past_the_running_bound():
+    from jupyter_mcp.tasks.manager import LIMIT_REACHED, Limits
+
+    tasks = manager(limits=Limits(running_per_owner=3))
+    release = asyncio.Event()
+
+    async def work():
+        await release.wait()
+        return {"content": []}
+
+    outcomes = await asyncio.gather(*(tasks.submit(owner="alice", tool="t", fingerprint=str(i), ttl=None, key=None,
+                                                   work=work, notify=_notify) for i in range(10)),
+                                    return_exceptions=True)
+    refused = [o for o in outcomes if isinstance(o, TaskError)]
+    assert len(refused) == 7 and all(e.code == LIMIT_REACHED for e in refused)
+    assert len(tasks.runs) == 3
+    other = await tasks.submit(owner="bob", tool="t", fingerprint="b", ttl=None, key=None, work=work, notify=_notify)
+    assert other.status == "working"  # one user's bound is not another's
+    release.set()
+
+
+class Flaky(InMemoryTaskStore):
+    """The in-process store, unreachable for its first ``down`` writes (as Redis restarting)."""
+
+    def __init__(self, down: int, reads: bool = False) -> None:
+        super().__init__()
+        self.down, self.reads = down, reads
+
+    async def update(self, task_id, **changes):
+        if self.down:
+            self.down -= 1
+            raise ConnectionError("Connection refused")
+        return await super().update(task_id, **changes)
+
+    async def get(self, task_id):
+        if self.down and not self.reads:
+            raise ConnectionError("Connection refused")
+        return await super().get(task_id)
+
+
+async def test_a_final_state_lands_once_the_store_is_back(monkeypatch):
+    from jupyter_mcp.tasks import manager as manager_module
+
+    monkeypatch.setattr(manager_module, "FINAL_WRITE_RETRY_SEC", (0.01, 0.02))
+    store = Flaky(down=5)
+    tasks = TaskManager(store, default_ttl_ms=60_000, max_ttl_ms=60_000, poll_interval_ms=100)
+
+    async def work():
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    record = await started(tasks, work)
+    await asyncio.wait_for(asyncio.gather(*(run.done.wait() for run in list(tasks.runs.values()))), 5)
+    final = await tasks.get("alice", record.task_id)
+    assert final.status == "completed" and final.result["content"][0]["text"] == "done"
+
+
+async def test_a_store_that_answers_but_refuses_the_state_gets_a_failed_one(monkeypatch):
+    store = Flaky(down=2, reads=True)
+    tasks = TaskManager(store, default_ttl_ms=60_000, max_ttl_ms=60_000, poll_interval_ms=100)
+
+    async def work():
+        return {"content": [{"type": "text", "text": "done"}]}
+
+    record = await started(tasks, work)
+    await asyncio.wait_for(asyncio.gather(*(run.done.wait() for run in list(tasks.runs.values()))), 5)
+    final = await tasks.get("alice", record.task_id)
+    assert final.status == "failed" and "could not be stored" in final.status_message
+
+
+async def test_a_working_record_without_its_run_answers_failed():
+    tasks = manager()
+    record = await tasks.store.create(TaskRecord(task_id="tsk_lost", owner="alice", tool="t",
+                                                 server_id=tasks.server_id))
+    assert record.status == "working"
+    assert (await tasks.get("alice", "tsk_lost")).status == "failed"
+    page, _ = await tasks.list("alice", None)
+    assert [r.status for r in page] == ["failed"]

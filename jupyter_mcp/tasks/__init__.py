@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from .binding import EXTENSION_ID, IDEMPOTENCY_KEY, TasksExtension
 from .hooks import PartialResult, current_task, record_output, register_interrupt
-from .manager import TaskManager
+from .manager import Limits, TaskManager
 from .records import TaskRecord, TaskStore
 from .stores import InMemoryTaskStore, load_store
 
-__all__ = ["EXTENSION_ID", "IDEMPOTENCY_KEY", "InMemoryTaskStore", "PartialResult", "TaskManager", "TaskRecord",
+__all__ = ["EXTENSION_ID", "IDEMPOTENCY_KEY", "InMemoryTaskStore", "Limits", "PartialResult", "TaskManager", "TaskRecord",
            "TaskStore", "TasksExtension", "current_task", "load_store", "record_output", "register_interrupt"]

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from .hooks import PartialResult, current_task
@@ -22,6 +25,8 @@ log = logging.getLogger(__name__)
 
 PARTIAL_PERSIST_SEC = 1.0  # how often recorded output is written to a shared store
 CANCEL_GRACE_SEC = 2.0  # after the interrupt, how long the work may take to return its own result
+FINAL_WRITE_RETRY_SEC = (0.25, 5.0)  # first and longest wait between two tries of a final state's write
+FINAL_WRITE_PATIENCE_SEC = 600.0  # how long a final state is tried while the store cannot be reached
 
 
 class TaskError(Exception):
@@ -36,6 +41,17 @@ class TaskError(Exception):
 
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+LIMIT_REACHED = -32000  # JSON-RPC's implementation-defined server error: a per-user bound of tasks
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one user may hold: tasks running on this server, tasks kept in the store (running
+    or finished within their ttl), and the size of one kept result (its JSON, in bytes)."""
+
+    running_per_owner: int = 20
+    kept_per_owner: int = 500
+    result_bytes: int = 1 << 20
 
 
 def no_such_task(task_id: str) -> TaskError:
@@ -68,13 +84,15 @@ Notify = Callable[[TaskRecord], Awaitable[None]]
 
 class TaskManager:
     def __init__(self, store: TaskStore, *, default_ttl_ms: int, max_ttl_ms: int, poll_interval_ms: int,
-                 server_id: str | None = None) -> None:
+                 server_id: str | None = None, limits: Limits = Limits()) -> None:
         self.store = store
         self.default_ttl_ms = default_ttl_ms
         self.max_ttl_ms = max_ttl_ms
         self.poll_interval_ms = poll_interval_ms
         self.server_id = server_id or uuid.uuid4().hex
+        self.limits = limits
         self.runs: dict[str, _Run] = {}
+        self._submitting: Counter[str] = Counter()  # owner -> submits past the limit check, not yet running
         self._key_locks: dict[str, tuple[asyncio.Lock, list[int]]] = {}  # key -> (lock, [users])
 
     # -- creating ----------------------------------------------------------------
@@ -99,13 +117,50 @@ class TaskManager:
             record = TaskRecord(task_id=new_task_id(), owner=owner, tool=tool, ttl_ms=ttl_ms,
                                 poll_interval_ms=self.poll_interval_ms, idempotency_key=scoped,
                                 fingerprint=fingerprint, server_id=self.server_id)
-            stored = await self.store.create(record)
+            self._submitting[owner] += 1  # counted from here on, so concurrent submits cannot all slip past
+            try:
+                await self._within_limits(owner)
+                stored = await self.store.create(record)
+            finally:
+                self._submitting[owner] -= 1
+                if not self._submitting[owner]:
+                    del self._submitting[owner]
             if stored.task_id != record.task_id:  # another server took the key first
                 return self._same_call(stored, fingerprint, key)
         run = _Run(stored)
         self.runs[stored.task_id] = run
         run.work = asyncio.create_task(self._run(run, work, notify), name=f"mcp-task-{stored.task_id}")
         return stored
+
+    async def _within_limits(self, owner: str) -> None:
+        """Refuse a new task past the owner's bounds (a retry naming an existing task is not new)."""
+        others = self._submitting[owner] - 1  # submits of this owner ahead of this one
+        running = sum(1 for run in self.runs.values() if run.record.owner == owner and not run.cancelling) + others
+        if running >= self.limits.running_per_owner:
+            raise TaskError(LIMIT_REACHED, f"you have {running} tasks running on this server, the most one user may "
+                                           f"(JupyterMCPApp.max_running_tasks_per_user = "
+                                           f"{self.limits.running_per_owner}); wait for one to finish or cancel one")
+        kept = await self.store.count(owner) + others
+        if kept >= self.limits.kept_per_owner:
+            raise TaskError(LIMIT_REACHED, f"you have {kept} tasks kept (running, or finished and within their ttl), "
+                                           f"the most one user may (JupyterMCPApp.max_tasks_per_user = "
+                                           f"{self.limits.kept_per_owner}); a finished task is dropped when its ttl "
+                                           "ends: ask for a shorter ttl when you read results at once, or call "
+                                           "without a task")
+
+    def _oversize(self, result: dict[str, Any] | None) -> str | None:
+        """Why ``result`` is too large to keep, or None."""
+        if result is None:
+            return None
+        size = len(json.dumps(result, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+        if size <= self.limits.result_bytes:
+            return None
+        return (f"its result is {size:,} bytes, more than the {self.limits.result_bytes:,} a task keeps "
+                "(JupyterMCPApp.max_task_result_bytes)")
+
+    def _keepable(self, result: dict[str, Any] | None) -> dict[str, Any] | None:
+        """A partial result as kept: none, rather than one past the size bound."""
+        return None if self._oversize(result) else result
 
     @contextlib.asynccontextmanager
     async def _key_lock(self, scoped: str | None) -> AsyncIterator[None]:
@@ -149,16 +204,23 @@ class TaskManager:
                 if result.get("isError"):
                     run.own_error = _text_of(result) or "the tool reported an error"
                 run.own_result = result
+                oversize = self._oversize(result)
+                if oversize is not None:
+                    run.own_result = None
+                    run.own_error = (f"the tool finished, but {oversize}, so it was not kept. What the call changed "
+                                     "stays (a run's outputs are in the notebook: read them with cell_get and a "
+                                     "smaller max_output_chars), or call without a task")
             if run.cancelling:
                 return  # the tool's own result wins, but the cancel path sets the status
+            if supervisor is not None:  # from here on the final state is ours to write
+                supervisor.cancel()
             if run.own_error is not None:
-                final = await self.store.update(
-                    run.record.task_id, expect_status=WORKING, status=FAILED, status_message=run.own_error,
-                    error={"message": run.own_error, "partial": run.partial_result(FAILED)}, partial=None,
-                    result=run.own_result)
+                final = await self._write_final(
+                    run, status=FAILED, status_message=run.own_error,
+                    error={"message": run.own_error, "partial": self._keepable(run.partial_result(FAILED))},
+                    partial=None, result=run.own_result)
             else:
-                final = await self.store.update(run.record.task_id, expect_status=WORKING, status=COMPLETED,
-                                                result=run.own_result, partial=None)
+                final = await self._write_final(run, status=COMPLETED, result=run.own_result, partial=None)
             if final is not None:
                 await _notify(notify, final)
         finally:
@@ -169,21 +231,74 @@ class TaskManager:
             if not run.cancelling:
                 self.runs.pop(run.record.task_id, None)
 
+    async def _write_final(self, run: _Run, **changes: Any) -> TaskRecord | None:
+        """Write a run's final state, whatever the store goes through meanwhile.
+
+        A store that cannot be reached (Redis restarting) is tried again, waiting longer each
+        time, for up to FINAL_WRITE_PATIENCE_SEC: the state lands once it is back. A store that
+        answers but refuses this write gets a small failed state instead, naming why. If neither
+        lands, the run ends anyway, and the record of a run this server no longer has answers
+        failed when next read (``_settled``): a task never stays working for a run that ended."""
+        task_id = run.record.task_id
+        wait, longest = FINAL_WRITE_RETRY_SEC
+        give_up = time.monotonic() + FINAL_WRITE_PATIENCE_SEC
+        warned = fallback = answered = False  # answered: the store answered a read just before this write
+        while True:
+            try:
+                return await self.store.update(task_id, expect_status=WORKING, **changes)
+            except Exception as exc:
+                failure = exc
+            if not fallback and await self._answers(task_id):
+                if not answered:  # it may just be back: try the state again at once
+                    answered = True
+                    continue
+                # it answered before this write and after it: it refuses this state
+                message = f"the task's final state could not be stored: {type(failure).__name__}: {failure}"
+                log.error("jupyter_mcp: task %s: %s", task_id, message)
+                changes = {"status": FAILED, "status_message": message, "result": None, "partial": None,
+                           "error": {"message": message, "partial": None}}
+                fallback = True
+                continue
+            answered = False
+            if not warned:
+                log.warning("jupyter_mcp: task %s ended but its state cannot be stored yet (%s: %s); trying again "
+                            "until the task store answers", task_id, type(failure).__name__, failure)
+                warned = True
+            if time.monotonic() > give_up:
+                log.error("jupyter_mcp: task %s: the task store did not answer for %gs; its final state is lost, and "
+                          "it answers failed once the store is back", task_id, FINAL_WRITE_PATIENCE_SEC)
+                return None
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, longest)
+
+    async def _answers(self, task_id: str) -> bool:
+        """Whether the store answers a read now."""
+        try:
+            await self.store.get(task_id)
+        except Exception:
+            return False
+        return True
+
     async def _supervise(self, run: _Run) -> None:
         """With a shared store: write partial output now and then, and obey a cancel made
         by another server (it can mark the task, only we can stop the kernel)."""
         while True:
             await asyncio.sleep(self.poll_interval_ms / 1000)
-            record = await self.store.get(run.record.task_id)
+            try:
+                record = await self.store.get(run.record.task_id)
+            except Exception:  # the store is away for now: the run goes on, and so does this
+                log.debug("task %s: the task store did not answer", run.record.task_id, exc_info=True)
+                continue
             if record is None or record.status == CANCELLED:
                 if not run.cancelling:
                     await self._stop(run)
                 return
             if time.monotonic() - run.partial_saved_at > PARTIAL_PERSIST_SEC:
-                partial = run.partial_result(CANCELLED)  # what a cancel made elsewhere will serve
+                partial = self._keepable(run.partial_result(CANCELLED))  # what a cancel made elsewhere serves
                 if partial is not None and partial != run.partial_saved:
                     run.partial_saved, run.partial_saved_at = partial, time.monotonic()
-                    await self.store.update(run.record.task_id, expect_status=WORKING, partial=partial)
+                    with contextlib.suppress(Exception):  # the next round writes it
+                        await self.store.update(run.record.task_id, expect_status=WORKING, partial=partial)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -193,12 +308,23 @@ class TaskManager:
         record = await self.store.get(task_id)
         if record is None or record.owner != owner:  # another user's task does not exist for you
             raise no_such_task(task_id)
-        return record
+        return await self._settled(record)
+
+    async def _settled(self, record: TaskRecord) -> TaskRecord:
+        """A record working for a run this server no longer has (its final state never landed)
+        answers failed: working means a run is going on."""
+        if record.status != WORKING or record.server_id != self.server_id or record.task_id in self.runs:
+            return record
+        message = "its run ended, but its final state could not be stored (the task store was unreachable)"
+        failed = await self.store.update(record.task_id, expect_status=WORKING, status=FAILED, status_message=message,
+                                         error={"message": message, "partial": record.partial}, partial=None)
+        return failed or await self.store.get(record.task_id) or record
 
     async def list(self, owner: str, cursor: str | None, limit: int = 50) -> tuple[list[TaskRecord], str | None]:
         before = _decode_cursor(cursor) if cursor else None
         records = await self.store.list(limit=limit + 1, owner=owner, before=before)
         page, more = records[:limit], len(records) > limit
+        page = [await self._settled(record) for record in page]
         return page, (_encode_cursor(page[-1]) if more and page else None)
 
     async def result(self, owner: str, task_id: Any) -> dict[str, Any]:
@@ -251,11 +377,13 @@ class TaskManager:
         if run.work is not None and not run.work.done():
             run.work.cancel()
             await asyncio.wait([run.work], timeout=10)
-        self.runs.pop(run.record.task_id, None)
         # The tool returned while the cancel landed: its own result wins.
-        result = run.own_result if run.own_result is not None else run.partial_result(CANCELLED)
-        return await self.store.update(run.record.task_id, expect_status=WORKING, status=CANCELLED,
-                                       status_message="cancelled by request", result=result, partial=None)
+        result = run.own_result if run.own_result is not None else self._keepable(run.partial_result(CANCELLED))
+        try:
+            return await self._write_final(run, status=CANCELLED, status_message="cancelled by request",
+                                           result=result, partial=None)
+        finally:
+            self.runs.pop(run.record.task_id, None)
 
     async def start(self) -> None:
         start = getattr(self.store, "start", None)
@@ -268,10 +396,13 @@ class TaskManager:
             run.cancelling = True
             if run.work is not None and not run.work.done():
                 run.work.cancel()
-            await self.store.update(run.record.task_id, expect_status=WORKING, status=FAILED,
-                                    status_message="server stopped",
-                                    error={"message": "server stopped", "partial": run.partial_result(FAILED)},
-                                    partial=None)
+            try:  # once: a store that is away now cannot hold the stop up (its lease ends these tasks)
+                await self.store.update(run.record.task_id, expect_status=WORKING, status=FAILED,
+                                        status_message="server stopped", partial=None,
+                                        error={"message": "server stopped",
+                                               "partial": self._keepable(run.partial_result(FAILED))})
+            except Exception as exc:
+                log.warning("jupyter_mcp: task %s: could not mark it stopped: %s", run.record.task_id, exc)
         self.runs.clear()
         stop = getattr(self.store, "stop", None)
         if stop is not None:

@@ -6,7 +6,9 @@
 A record is one JSON value; a finished one is given the ttl as its Redis expiry, so
 retention costs nothing. Every server holds a short lease while it runs; a task
 still "working" whose server's lease is gone (the server died) answers failed,
-"server stopped", instead of working forever.
+"server stopped", instead of working forever: when it is read, and within a few
+seconds anyway, as every live server's heartbeat ends the working tasks of the servers
+whose lease is gone (each server keeps the set of its working tasks).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 LEASE_SEC = 10
 HEARTBEAT_SEC = 3
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
+SOCKET_TIMEOUT_SEC = 10  # a Redis that stops answering (but keeps the connection) is an error, not a hang
 
 
 RETRIES = 3  # of one command on a broken connection, reconnecting each time (about 0.4 s in all)
@@ -47,7 +50,9 @@ class RedisTaskStore:
         self.prefix = prefix
         # A client from a URL retries nothing: after a Redis restart the first command on
         # each pooled connection would fail on its dead socket. Reconnect and retry instead.
+        # (Options in the URL's query string win over these.)
         self.redis = aioredis.from_url(self.url, decode_responses=True,
+                                       socket_timeout=SOCKET_TIMEOUT_SEC, socket_connect_timeout=SOCKET_TIMEOUT_SEC,
                                        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), RETRIES),
                                        retry_on_error=[ConnectionError, TimeoutError])
         self.server_id: str | None = None
@@ -67,6 +72,15 @@ class RedisTaskStore:
     def _lease(self, server_id: str) -> str:
         return f"{self.prefix}server:{server_id}"
 
+    def _working(self, server_id: str) -> str:
+        """The set of a server's working tasks."""
+        return f"{self.prefix}server-tasks:{server_id}"
+
+    @property
+    def _servers(self) -> str:
+        """The set of servers that may have working tasks."""
+        return f"{self.prefix}servers"
+
     # -- lifecycle -------------------------------------------------------------------
 
     async def start(self, server_id: str) -> None:
@@ -78,6 +92,7 @@ class RedisTaskStore:
     async def _renew(self) -> None:
         try:
             await self.redis.set(self._lease(self.server_id or ""), "1", ex=LEASE_SEC)
+            await self.redis.sadd(self._servers, self.server_id or "")
         except Exception as exc:  # Redis down: task calls fail clearly until it is back
             log.warning("jupyter_mcp: cannot reach the Redis task store at %s: %s", self.url, exc)
 
@@ -85,6 +100,23 @@ class RedisTaskStore:
         while True:
             await asyncio.sleep(HEARTBEAT_SEC)
             await self._renew()
+            try:
+                await self._end_orphans()
+            except Exception:  # Redis away: the next beat tries again
+                log.debug("jupyter_mcp: ending the tasks of stopped servers failed", exc_info=True)
+
+    async def _end_orphans(self) -> None:
+        """Every working task of a server whose lease is gone answers failed, read or not
+        (so it gets its expiry, and stops counting against its owner's tasks)."""
+        for server_id in await self.redis.smembers(self._servers):
+            if server_id == self.server_id or await self.redis.exists(self._lease(server_id)):
+                continue
+            for task_id in await self.redis.smembers(self._working(server_id)):
+                record = await self.get(task_id)  # answers failed now, which takes it out of the set
+                if record is None or record.terminal:  # gone already, or ended some other way
+                    await self.redis.srem(self._working(server_id), task_id)
+            if not await self.redis.scard(self._working(server_id)):
+                await self.redis.srem(self._servers, server_id)
 
     async def stop(self) -> None:
         if self._heartbeat is not None:
@@ -93,6 +125,8 @@ class RedisTaskStore:
         with contextlib.suppress(Exception):
             if self.server_id:
                 await self.redis.delete(self._lease(self.server_id))
+                if not await self.redis.scard(self._working(self.server_id)):
+                    await self.redis.srem(self._servers, self.server_id)
         await self.redis.aclose()
 
     # -- the store protocol --------------------------------------------------------------
@@ -113,6 +147,8 @@ class RedisTaskStore:
             pipe.set(self._task(record.task_id), self._dump(record))
             pipe.zadd(self._owner(record.owner), {record.task_id: record.created_at})
             pipe.zadd(self._owner(None), {record.task_id: record.created_at})
+            if record.server_id:
+                pipe.sadd(self._working(record.server_id), record.task_id)
             await pipe.execute()
         return record
 
@@ -178,12 +214,28 @@ class RedisTaskStore:
                         pipe.set(key, self._dump(record), px=max(1, record.ttl_ms))
                         if record.idempotency_key:
                             pipe.pexpire(self._key(record.idempotency_key), max(1, record.ttl_ms))
+                        if record.server_id:
+                            pipe.srem(self._working(record.server_id), task_id)
                     else:
                         pipe.set(key, self._dump(record))
                     await pipe.execute()
                     return record
                 except WatchError:
                     continue
+
+    async def count(self, owner: str) -> int:
+        index = self._owner(owner)
+        ids = await self.redis.zrange(index, 0, -1)
+        if not ids:
+            return 0
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for task_id in ids:
+                pipe.exists(self._task(task_id))
+            present = await pipe.execute()
+        gone = [task_id for task_id, there in zip(ids, present) if not there]
+        if gone:  # expired: Redis dropped the record, the index still names it
+            await self.redis.zrem(index, *gone)
+        return len(ids) - len(gone)
 
     async def find_by_key(self, idempotency_key: str) -> TaskRecord | None:
         task_id = await self.redis.get(self._key(idempotency_key))

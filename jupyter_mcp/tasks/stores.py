@@ -76,6 +76,11 @@ class InMemoryTaskStore:
     async def find_by_key(self, idempotency_key: str) -> TaskRecord | None:
         return self._live(self._keys.get(idempotency_key))
 
+    async def count(self, owner: str) -> int:
+        self._purge()
+        now = time.time()
+        return sum(1 for r in self._records.values() if r.owner == owner and not r.expired(now))
+
 
 def load_store(spec: str | None, **options: Any) -> TaskStore:
     """The store named by ``module:Class`` (default: in memory). A name that cannot be
@@ -105,7 +110,8 @@ def _construct(spec: str, cls: Any, options: dict[str, Any]) -> Any:
 
 
 def _checked(spec: str, store: Any) -> TaskStore:
-    missing = [m for m in ("create", "get", "list", "update", "find_by_key") if not callable(getattr(store, m, None))]
+    methods = ("create", "get", "list", "update", "find_by_key", "count")
+    missing = [m for m in methods if not callable(getattr(store, m, None))]
     if missing:
         raise ValueError(f"task store {spec!r} lacks {', '.join(missing)}")
     return store

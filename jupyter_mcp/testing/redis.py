@@ -1,4 +1,4 @@
-"""A real redis-server on a free port, for the Redis task store (no persistence: a restart empties it)."""
+"""A real redis-server on a free port, for the Redis task store (empty after a restart unless ``persist``)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,16 @@ from .live import free_port
 
 
 class RedisServer:
-    def __init__(self, base: Path) -> None:
+    def __init__(self, base: Path, *, persist: bool = False) -> None:
+        """``persist``: keep the data across a stop and start (an append-only file in ``base``),
+        as a production Redis does across a restart."""
         self.binary = shutil.which("redis-server")
         if self.binary is None:
             raise RuntimeError("redis-server is not installed (bash scripts/test installs it with apt-get)")
         self.port = free_port()
         self.base = base
         self.proc: subprocess.Popen | None = None
+        self.persist = persist
 
     @property
     def url(self) -> str:
@@ -26,7 +29,8 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         self.proc = subprocess.Popen([self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--dir", str(self.base)],
+                                      "--appendonly", "yes" if self.persist else "no",
+                                      "--appendfsync", "always", "--dir", str(self.base)],
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
             try:
