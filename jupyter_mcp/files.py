@@ -17,15 +17,16 @@ from tornado import web
 
 from .cells import check_source
 from .errors import NotebookError
-from .paths import NOTEBOOK_SUFFIX, PathError, canonical_path, hidden_part, to_os_path
+from .paths import NOTEBOOK_SUFFIX, PathError, canonical_path, hidden_part, real_file, to_os_path
 
 _create_lock = asyncio.Lock()
 
 
 def list_notebooks(root_dir: str, folder: str) -> list[dict[str, Any]]:
     """Every .ipynb under ``folder`` (canonical) that the other tools open, each once, by its
-    canonical path: hidden folders and files, checkpoints, and symlinks that lead out of the
-    workspace (or nowhere) are left out; a symlink to a notebook inside is that notebook."""
+    canonical path: hidden folders and files, checkpoints, symlinks that lead out of the
+    workspace (or nowhere) and files with more than one hard link are left out; a symlink to a
+    notebook inside is that notebook."""
     base = to_os_path(root_dir, folder)
     if not os.path.isdir(base):
         raise PathError(folder or "/", "folder does not exist in the workspace")
@@ -38,11 +39,11 @@ def list_notebooks(root_dir: str, folder: str) -> list[dict[str, Any]]:
                 continue
             try:
                 canonical = canonical_path(root, os.path.relpath(os.path.join(dirpath, name), root))
-                stat = os.stat(to_os_path(root, canonical))
+                stat = real_file(root, canonical)
             except (PathError, OSError):
-                continue  # leads out of the workspace, dangling, or removed while walking
-            if hidden_part(canonical) is not None or not os.path.isfile(to_os_path(root, canonical)):
-                continue
+                continue  # leads out of the workspace, a hard link, not a file, or unreadable
+            if stat is None or hidden_part(canonical) is not None:
+                continue  # dangling, removed while walking, or hidden
             found[canonical] = {
                 "path": canonical,
                 "size": stat.st_size,
@@ -89,6 +90,10 @@ async def create_notebook(serverapp: Any, canonical: str, kernel_name: str | Non
         if parent and not await ensure_async(cm.dir_exists(parent)):
             raise PathError(parent, "folder does not exist in the workspace")
         nb = new_notebook(name, spec.get("display_name", name), spec.get("language", ""), cells)
+        # The contents manager writes through a symlink: one put there since the checks above
+        # (a dangling one passes cm.exists) is refused here, with no await before its write.
+        if real_file(serverapp.root_dir, canonical) is not None:
+            raise NotebookError(f"a file already exists at {canonical!r}; nothing was overwritten")
         try:
             await ensure_async(cm.save({"type": "notebook", "format": "json", "content": nb}, canonical))
         except web.HTTPError as exc:

@@ -4,12 +4,18 @@
 workspace that leads to it all name the same notebook, so they must reach the file-id
 manager (and so the room) as the same string: ``foo.ipynb``. Anything that could leave the workspace is refused here,
 before any other layer sees it, with an error naming the path and the reason.
+
+A path checked here can still change before the contents manager opens it (it opens by path
+and follows symlinks), so the file itself is checked too: ``real_file`` and ``read_real_file``
+open it without following any symlink, and refuse a file with a second hard link.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
+import stat
 
 from .errors import NotebookError
 
@@ -109,3 +115,65 @@ def to_os_path(root_dir: str, canonical: str) -> str:
 def hidden_part(canonical: str) -> str | None:
     """The first hidden component of a canonical path (a name starting with '.'), if any."""
     return next((part for part in canonical.split("/") if part.startswith(".")), None)
+
+
+def real_file(root_dir: str, canonical: str) -> os.stat_result | None:
+    """The stat of the workspace's own file at ``canonical``, or None if nothing is there; else PathError.
+
+    Its own file: reached without any symlink (a canonical path has none, so one now is a swap
+    made after the path was checked), a regular file, with one name. A second hard link may be a
+    file outside the workspace: reading it would show that file, and an edit, written in place,
+    would change it."""
+    try:
+        fd = _open_real(root_dir, canonical)
+    except FileNotFoundError:
+        return None
+    try:
+        return _checked_stat(fd, canonical)
+    finally:
+        os.close(fd)
+
+
+def read_real_file(root_dir: str, canonical: str) -> bytes:
+    """The bytes of the workspace's own file at ``canonical`` (as ``real_file`` says), read from
+    the file opened without following a symlink: what was read by path can be compared with it."""
+    fd = _open_real(root_dir, canonical)
+    try:
+        _checked_stat(fd, canonical)
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read()
+    finally:
+        os.close(fd)
+
+
+def _open_real(root_dir: str, canonical: str) -> int:
+    """Open ``canonical`` from the real workspace root one component at a time, each relative to
+    the folder before, none followed if it is a symlink (ELOOP becomes a PathError)."""
+    nofollow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(os.path.realpath(root_dir), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    *folders, name = canonical.split("/")
+    try:
+        for folder in folders:
+            fd, parent = os.open(folder, nofollow | os.O_DIRECTORY, dir_fd=fd), fd
+            os.close(parent)
+        # O_NONBLOCK: a FIFO put there must not hang the open; it is refused as not a regular file
+        fd, parent = os.open(name, nofollow | os.O_NONBLOCK, dir_fd=fd), fd
+        os.close(parent)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise PathError(canonical, "path now leads through a symlink or a non-folder (it changed after "
+                                       "it was checked)") from None
+        raise
+    return fd
+
+
+def _checked_stat(fd: int, canonical: str) -> os.stat_result:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise PathError(canonical, "not a regular file")
+    if info.st_nlink > 1:
+        raise PathError(canonical, f"the file has {info.st_nlink} hard links, and another of its names may be a "
+                                   "file outside the workspace (reading it would show that file, an edit would "
+                                   "write it); a notebook with more than one hard link is not opened")
+    return info

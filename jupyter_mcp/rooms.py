@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import hashlib
 import os
 import weakref
 from collections.abc import AsyncIterator, Iterator
@@ -35,7 +36,7 @@ from jupyter_server_ydoc.utils import (
 from pycrdt import Doc
 
 from .errors import NotebookError
-from .paths import canonical_path, hidden_part, to_os_path
+from .paths import canonical_path, hidden_part, read_real_file, real_file, to_os_path
 
 OPEN_TIMEOUT_SEC = 60.0  # a room that is not up by then is broken (its store failed, say)
 GLOBAL_AWARENESS_ROOM = "JupyterLab:globalAwareness"  # what JupyterLab's Collaborators panel shows
@@ -144,7 +145,7 @@ class Rooms:
         full = to_os_path(self.root_dir, canonical)
         if os.path.isdir(full):
             raise NotebookError(f"{canonical!r} is a folder, not a notebook")
-        if not os.path.isfile(full):
+        if real_file(self.root_dir, canonical) is None:  # a symlink swapped in or a hard link: refused
             raise NotebookError(f"no notebook at {canonical!r} (notebook_list shows what exists; "
                                 "notebook_create makes a new one)")
         return canonical
@@ -176,8 +177,10 @@ class Rooms:
             room = self._table.get(room_id)
             if room is not None and room.ready and getattr(room._document, "path", None) == canonical:
                 return self._in_use(LiveNotebook(canonical, room_id, room))
-        room_id = room_id_of(self.file_ids.index(canonical))
+        file_id = self.file_ids.index(canonical)
+        room_id = room_id_of(file_id)
         existing = self._table.get(room_id)
+        self._check_files_of(self.ydoc.file_loaders[file_id])  # the loader a new room will load through
         try:
             await asyncio.wait_for(self.ydoc.get_document(room_id=room_id, copy=False, create=True), OPEN_TIMEOUT_SEC)
         except Exception as exc:
@@ -199,8 +202,15 @@ class Rooms:
                                 "to load (see the server log)")
         if getattr(room, "_document_load_progressively", False):
             await room._document_progressively_loaded
+        self._check_files_of(room._file)
         self._resolved[canonical] = room_id
         return self._in_use(LiveNotebook(canonical, room_id, room))
+
+    def _check_files_of(self, loader: Any) -> None:
+        """Make the room's file loader read and write through ``CheckedFiles`` (its first load,
+        jupyter-server-ydoc's reloads and autosaves, our saves, a person's room on the same file)."""
+        if not isinstance(loader._contents_manager, CheckedFiles):
+            loader._contents_manager = CheckedFiles(loader._contents_manager, self.root_dir)
 
     def _in_use(self, nb: LiveNotebook) -> LiveNotebook:
         """MCP uses this room now: ydoc's own delayed cleanup (armed when the last UI client
@@ -335,6 +345,42 @@ class Rooms:
         if file_id in loaders and loaders[file_id].number_of_subscriptions == 0:
             await loaders.remove(file_id)
         self._resolved = {path: rid for path, rid in self._resolved.items() if rid != room_id}
+
+
+class CheckedFiles:
+    """The contents manager as one file's loader uses it, checking the file it actually read or
+    is about to write, not only the path: the contents manager opens by path and follows
+    symlinks (its atomic writing writes a symlink's target, and a hard link's other names, in
+    place), so a notebook swapped for a symlink after its path was checked would bring a file
+    from outside the workspace into the room, or have the room written into it.
+
+    A read asks for the hash of the bytes the contents manager parsed, and compares it with the
+    hash of the workspace's own file, read without following a symlink (``read_real_file``):
+    anything else read is refused before the room gets it. A write first checks the file
+    (``real_file``), with no await between the check and the contents manager's open."""
+
+    def __init__(self, contents: Any, root_dir: str) -> None:
+        self._contents = contents
+        self._root_dir = root_dir
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._contents, name)
+
+    async def get(self, path: str, content: bool = True, **kwargs: Any) -> dict[str, Any]:
+        if not content:
+            return await ensure_async(self._contents.get(path, content=False, **kwargs))
+        kwargs["require_hash"] = True
+        model = await ensure_async(self._contents.get(path, content=True, **kwargs))
+        algorithm = model["hash_algorithm"]
+        own = await asyncio.to_thread(lambda: hashlib.new(algorithm, read_real_file(self._root_dir, path)).hexdigest())
+        if own != model["hash"]:
+            raise NotebookError(f"{path!r} changed while it was read (the file read was not the workspace's own "
+                                "file at that path, or it was written meanwhile); nothing read was used, try again")
+        return model
+
+    async def save(self, model: dict[str, Any], path: str) -> dict[str, Any]:
+        real_file(self._root_dir, path)  # a symlink or a hard link there now: refused, nothing written
+        return await ensure_async(self._contents.save(model, path))
 
 
 def _without_placeholders(content: Any) -> Any:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from jupyter_mcp.paths import PathError, canonical_path
+from jupyter_mcp.paths import PathError, canonical_path, read_real_file, real_file
 
 
 @pytest.fixture
@@ -141,3 +141,33 @@ def test_fuzz_no_accepted_path_leaves_the_root(root: Path, data, notebook: bool)
     # Canonical is a fixed point: feeding it back gives itself.
     assume(canonical or not notebook)
     assert canonical_path(str(root), canonical, notebook=notebook) == canonical
+
+
+# --- the file itself (real_file, read_real_file) ----------------------------
+
+def test_real_file_is_the_workspace_own_single_named_regular_file(root: Path) -> None:
+    assert real_file(str(root), "foo.ipynb").st_size == 2
+    assert read_real_file(str(root), "foo.ipynb") == b"{}"
+    assert real_file(str(root), "sub/missing.ipynb") is None
+
+
+@pytest.mark.parametrize(
+    ("make", "reason"),
+    [
+        (lambda ws, out: os.link(out / "secret.ipynb", ws / "x.ipynb"), "2 hard links"),
+        (lambda ws, out: (ws / "x.ipynb").symlink_to(out / "secret.ipynb"), "leads through a symlink"),
+        (lambda ws, out: (ws / "x.ipynb").symlink_to(ws / "foo.ipynb"), "leads through a symlink"),
+        (lambda ws, out: (ws / "d").symlink_to(out), "leads through a symlink"),
+        (lambda ws, out: os.mkfifo(ws / "x.ipynb"), "not a regular file"),
+        (lambda ws, out: (ws / "x.ipynb").mkdir(), "not a regular file"),
+    ],
+    ids=["hard link", "symlink out", "symlink in", "folder symlink", "fifo", "folder"],
+)
+def test_real_file_refuses_what_the_contents_manager_would_follow(root: Path, make, reason: str) -> None:
+    """Canonical paths hold no symlink, so one found there was swapped in after the check;
+    a second hard link may be a file outside the workspace."""
+    make(root, root.parent / "outside")
+    name = "d/secret.ipynb" if (root / "d").is_symlink() else "x.ipynb"
+    for check in (real_file, read_real_file):
+        with pytest.raises(PathError, match=reason):
+            check(str(root), name)
