@@ -22,7 +22,9 @@ text says what was wrong and what is allowed; nothing is changed by a refused ca
 Common errors, for every tool that takes a `path`: the path escapes the workspace,
 is an absolute path outside it, resolves outside it through a symlink, contains NUL
 or control characters, is empty, or does not end in `.ipynb`; there is no notebook
-at the path; the file is not a readable notebook. For every tool that takes
+at the path; the file has more than one hard link (another name may be outside the
+workspace), or changed while it was read (a symlink swapped in); the file is not a
+readable notebook. For every tool that takes
 `cell_id`/`index`: no cell has that id, the index is out of range, or neither was given.
 """
 

@@ -75,8 +75,8 @@ async def notebook_list(
 
     Lists exactly what the other tools open, each notebook once by its own path: a
     symlink to a notebook in the workspace is listed as that notebook; hidden folders
-    and files, .ipynb_checkpoints and symlinks leading out of the workspace are left
-    out. Returns
+    and files, .ipynb_checkpoints, symlinks leading out of the workspace and files
+    with more than one hard link are left out. Returns
     {"notebooks": [{"path", "size", "last_modified"}, ...]} sorted by path; each
     path can be passed to any other tool as is. Reads the files on disk.
     """
