@@ -39,8 +39,10 @@ def jp_token(jp_serverapp):
 
 @pytest.fixture(scope="session")
 def live(tmp_path_factory):
-    """One real `jupyter lab` process shared by the integration tests."""
-    server = LiveServer(tmp_path_factory.mktemp("live")).start()
+    """One real `jupyter lab` process shared by the integration tests. Hundreds of tests each
+    start a notebook's kernel on it, so MCP's cap on the kernels it starts is off here (the
+    cap is tested on servers of its own)."""
+    server = LiveServer(tmp_path_factory.mktemp("live"), args=["--JupyterMCPApp.max_kernels=0"]).start()
     yield server
     server.stop()
 
