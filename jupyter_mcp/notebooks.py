@@ -64,12 +64,19 @@ class Notebooks:
 
     # -- reading -----------------------------------------------------------------------
 
-    async def get(self, path: str, agent: Agent, include_outputs: bool, max_output_chars: int) -> dict[str, Any]:
+    async def get(self, path: str, agent: Agent, include_outputs: bool, max_output_chars: int, start: int = 0,
+                  max_cells: int | None = None) -> dict[str, Any]:
+        """The notebook, ``max_cells`` cells from ``start`` at most: an answer built and sent in one
+        piece holds the event loop for as long as it takes (20,000 cells: seconds)."""
         nb = await self.open(path, agent)
-        views = [_agent_cell(cells.cell_view(cell, i), include_outputs, max_output_chars)
-                 for i, cell in enumerate(cells.snapshot(nb.doc))]
-        return {"path": nb.path, "room_id": nb.room_id, "cell_count": len(views), "metadata": nb.metadata(),
-                "cells": views}
+        every = await cells.read_all(nb.doc)
+        if start and start >= len(every):
+            raise NotebookError(f"start_index {start} is past the last cell: the notebook has {len(every)} cells")
+        stop = len(every) if max_cells is None else min(len(every), start + max_cells)
+        views = [_agent_cell(cells.cell_view(every[i], i), include_outputs, max_output_chars)
+                 for i in range(start, stop)]
+        return {"path": nb.path, "room_id": nb.room_id, "cell_count": len(every), "metadata": nb.metadata(),
+                "start_index": start, "next_index": stop if stop < len(every) else None, "cells": views}
 
     async def cell(self, path: str, agent: Agent, cell_id: str | None, index: int | None,
                    max_output_chars: int) -> dict[str, Any]:

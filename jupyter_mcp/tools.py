@@ -61,6 +61,7 @@ Path = Annotated[str, Field(description="Notebook path in the workspace, e.g. 'a
 CellId = Annotated[str | None, Field(description="The cell's id (stable; preferred). Give this or index.")]
 Index = Annotated[int | None, Field(description="The cell's 0-based position, if no cell_id is given.")]
 MaxChars = Annotated[int, Field(description="Longest text shown per output; longer ones are cut with a note.", ge=0)]
+MAX_CELLS = 1000  # the most cells one notebook_get answers: one answer stays small enough to send at once
 Timeout = Annotated[float, Field(description="Seconds before the kernel is interrupted.", gt=0, le=86400)]
 Stream = Annotated[bool, Field(description="Also send each output to you as it arrives (progress "
                                            "notifications if you gave a progress token, log messages otherwise).")]
@@ -111,18 +112,24 @@ async def notebook_get(
     path: Path,
     include_outputs: Annotated[bool, Field(description="Include each code cell's outputs.")] = True,
     max_output_chars: MaxChars = 2000,
+    start_index: Annotated[int, Field(description="The first cell to return (0-based).", ge=0)] = 0,
+    max_cells: Annotated[int, Field(description=f"At most this many cells (max {MAX_CELLS}).", ge=1,
+                                    le=MAX_CELLS)] = MAX_CELLS,
     nbs: Notebooks = NOTEBOOKS,
     agent: Agent = AGENT,
 ) -> views.Notebook:
     """Read a notebook from its live collaborative document (what JupyterLab shows now,
     including unsaved edits by people and agents).
 
-    Returns {"path", "room_id", "cell_count", "metadata", "cells": [{"id", "index",
-    "cell_type", "source", "execution_count", "outputs", "metadata"}]}. Outputs are
-    summarised for reading (text, error name/value/traceback, mime types of rich
-    data) and long texts are cut; the document itself is never changed.
+    Returns {"path", "room_id", "cell_count", "metadata", "start_index", "next_index",
+    "cells": [{"id", "index", "cell_type", "source", "execution_count", "outputs",
+    "metadata"}]}. At most `max_cells` cells (1000) from `start_index`: `cell_count` is the
+    whole notebook's, and `next_index` is the start_index that reads on (null: this answer
+    ends at the last cell). Outputs are summarised for reading (text, error
+    name/value/traceback, mime types of rich data) and long texts are cut; the document
+    itself is never changed.
     """
-    return await nbs.get(path, agent, include_outputs, max_output_chars)
+    return await nbs.get(path, agent, include_outputs, max_output_chars, start_index, max_cells)
 
 
 @tool(READ_ONLY, permissions.READ)

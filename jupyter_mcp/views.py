@@ -59,8 +59,10 @@ class Cell(TypedDict):
 class Notebook(TypedDict):
     path: str
     room_id: str
-    cell_count: int
+    cell_count: int  # the whole notebook's
     metadata: dict[str, Any]
+    start_index: int  # the index of the first cell in ``cells``
+    next_index: int | None  # where the next page starts; None: ``cells`` ends at the last cell
     cells: list[Cell]
 
 
