@@ -77,8 +77,9 @@ def cell_view(ycell: Map | dict[str, Any], index: int) -> dict[str, Any]:
     """A cell as plain data, outputs as stored (callers summarise them for agents).
 
     Takes the cell's Map or its plain dict from ``snapshot``: reading the whole cell list at
-    once is far cheaper than reading Maps field by field."""
-    cell = ycell.to_py() if isinstance(ycell, Map) else ycell
+    once is far cheaper than reading Maps field by field. A Map is read as its JSON, as
+    ``snapshot`` reads the list, so one cell reads the same whichever way it is asked for."""
+    cell = json.loads(str(ycell)) if isinstance(ycell, Map) else ycell
     cell_type = str(cell.get("cell_type", "code"))
     source = cell.get("source", "")
     view: dict[str, Any] = {

@@ -7,8 +7,24 @@ else a tool raises is a bug and is logged with its traceback.
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
 from fastmcp.exceptions import ToolError
+
+log = logging.getLogger(__name__)
 
 
 class NotebookError(ToolError):
     """A tool call was refused; the message says what was wrong and what is allowed."""
+
+
+def logs_its_error(what: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback: work whose caller may have stopped waiting (a kernel start, a shielded
+    run) still has its error looked at, and logged as ``what`` failing."""
+    def retrieve(future: asyncio.Future[Any]) -> None:
+        if not future.cancelled() and future.exception() is not None:
+            log.info("jupyter_mcp: %s ended with: %s", what, future.exception())
+    return retrieve

@@ -20,8 +20,8 @@ from mcp_types import TextContent
 
 from . import cells, outputs
 from .activity import Activity
-from .errors import NotebookError
-from .kernels import Execution, Kernels, OnEvent, OutputEvent, logs_its_error
+from .errors import NotebookError, logs_its_error
+from .kernels import Execution, Kernels, OnEvent, OutputEvent
 from .rooms import LiveNotebook, Rooms
 from .tasks import record_output, register_interrupt
 

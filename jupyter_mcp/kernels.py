@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from .errors import NotebookError
+from .errors import NotebookError, logs_its_error
 
 log = logging.getLogger(__name__)
 
@@ -53,15 +53,6 @@ class KernelDied(NotebookError):
 
 class NotStarted(Exception):
     """The call's time ran out before its code could be sent (nothing was run)."""
-
-
-def logs_its_error(what: str) -> Callable[[asyncio.Future[Any]], None]:
-    """A done-callback: work whose caller may have stopped waiting (a kernel start, a shielded
-    run) still has its error looked at, and logged as ``what`` failing."""
-    def retrieve(future: asyncio.Future[Any]) -> None:
-        if not future.cancelled() and future.exception() is not None:
-            log.info("jupyter_mcp: %s ended with: %s", what, future.exception())
-    return retrieve
 
 
 @dataclass

@@ -38,7 +38,7 @@ from jupyter_ydoc.utils import cast_all
 from pycrdt import Doc
 
 from . import cells
-from .errors import NotebookError
+from .errors import NotebookError, logs_its_error
 from .paths import canonical_path, hidden_part, read_real_file, real_file, to_os_path
 
 OPEN_TIMEOUT_SEC = 60.0  # a room that is not up by then is broken (its store failed, say)
@@ -106,6 +106,7 @@ class Rooms:
         # room -> its document's state vector when it last differed from its file: a save tried
         # again (after a failure) writes without reading the file again if nothing changed since
         self._differs: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
+        self._loads: dict[str, asyncio.Future[None]] = {}  # room id -> its load under way
 
     @property
     def ydoc(self) -> Any:
@@ -185,12 +186,8 @@ class Rooms:
         existing = self._table.get(room_id)
         self._check_files_of(self.ydoc.file_loaders[file_id])  # the loader a new room will load through
         try:
-            await asyncio.wait_for(self.ydoc.get_document(room_id=room_id, copy=False, create=True), OPEN_TIMEOUT_SEC)
+            await asyncio.wait_for(asyncio.shield(self._load(room_id, existing)), OPEN_TIMEOUT_SEC)
         except Exception as exc:
-            # jupyter-server-ydoc leaves a room that failed to load (a corrupt file, a
-            # store it cannot open) in its table, empty: the next call would get that
-            # empty document and its first save would overwrite the file. Take it out.
-            self._drop_if_broken(room_id, existing)
             if isinstance(exc, asyncio.TimeoutError):
                 reason = f"its collaborative room did not start in {OPEN_TIMEOUT_SEC:g}s (see the server log)"
             else:
@@ -208,6 +205,29 @@ class Rooms:
         self._check_files_of(room._file)
         self._resolved[canonical] = room_id
         return self._in_use(LiveNotebook(canonical, room_id, room))
+
+    def _load(self, room_id: str, existing: Any) -> asyncio.Future[None]:
+        """The room's load, one per room, run to its end whoever stops waiting for it.
+
+        A caller cancelled mid-load (a cancelled task) must not cancel it: jupyter-server-ydoc
+        cleans up a load that raised an Exception, not one that was cancelled, and would keep
+        the room in its table half-loaded, never ready, for every later call. A room that
+        failed to load (a corrupt file, a store it cannot open) is left in its table, empty:
+        the next call would get that empty document and its first save would overwrite the
+        file, so it is taken out."""
+        load = self._loads.get(room_id)
+        if load is None:
+            async def run() -> None:
+                try:
+                    await self.ydoc.get_document(room_id=room_id, copy=False, create=True)
+                except BaseException:
+                    self._drop_if_broken(room_id, existing)
+                    raise
+                finally:
+                    self._loads.pop(room_id, None)
+            load = self._loads[room_id] = asyncio.ensure_future(run())
+            load.add_done_callback(logs_its_error(f"loading room {room_id}"))
+        return load
 
     def _check_files_of(self, loader: Any) -> None:
         """Make the room's file loader read and write through ``CheckedFiles`` (its first load,
