@@ -70,6 +70,7 @@ class _Run:
         self.partial_saved: dict[str, Any] | None = None
         self.partial_saved_at = 0.0
         self.cancelling = False
+        self.stopping: asyncio.Task[Any] | None = None  # a stop asked for by another server
         self.own_result: dict[str, Any] | None = None  # the tool's complete result, if it returned
         self.own_error: str | None = None
         self.done = asyncio.Event()
@@ -291,7 +292,9 @@ class TaskManager:
                 continue
             if record is None or record.status == CANCELLED:
                 if not run.cancelling:
-                    await self._stop(run)
+                    # In a task of its own: the run's end cancels this supervisor, which must
+                    # not cut the stop short (it forgets the run at its end).
+                    run.stopping = asyncio.create_task(self._stop(run), name=f"mcp-task-stop-{run.record.task_id}")
                 return
             if time.monotonic() - run.partial_saved_at > PARTIAL_PERSIST_SEC:
                 partial = self._keepable(run.partial_result(CANCELLED))  # what a cancel made elsewhere serves

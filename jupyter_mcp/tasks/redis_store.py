@@ -136,21 +136,41 @@ class RedisTaskStore:
         return json.dumps(record.to_dict(), separators=(",", ":"), default=str)
 
     async def create(self, record: TaskRecord) -> TaskRecord:
-        if record.idempotency_key:
-            key = self._key(record.idempotency_key)
-            if not await self.redis.set(key, record.task_id, nx=True):
-                holder = await self.find_by_key(record.idempotency_key)
-                if holder is not None:
-                    return holder
-                await self.redis.set(key, record.task_id)  # the holder expired: the key is free
+        """Store the record, or answer the live task its idempotency key already names.
+
+        Servers race for a key: the key and its record are written in one transaction,
+        which fails if the key changed since it was read (WATCH), so a reader never sees a
+        key whose record is not there yet, and exactly one of two racing servers wins."""
+        from redis.exceptions import WatchError
+
+        key = self._key(record.idempotency_key) if record.idempotency_key else None
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.set(self._task(record.task_id), self._dump(record))
-            pipe.zadd(self._owner(record.owner), {record.task_id: record.created_at})
-            pipe.zadd(self._owner(None), {record.task_id: record.created_at})
-            if record.server_id:
-                pipe.sadd(self._working(record.server_id), record.task_id)
-            await pipe.execute()
-        return record
+            while True:
+                try:
+                    if key is not None:
+                        await pipe.watch(key)
+                        holder = await pipe.get(key)
+                        if holder is not None:
+                            await pipe.watch(self._task(holder))  # it may expire meanwhile
+                            raw = await pipe.get(self._task(holder))
+                            if raw is not None and not TaskRecord.from_dict(json.loads(raw)).expired():
+                                await pipe.reset()
+                                found = await self.get(holder)  # settled: a dead server's task answers failed
+                                if found is not None:
+                                    return found
+                                continue  # it expired just now: the key is free
+                    pipe.multi()
+                    if key is not None:
+                        pipe.set(key, record.task_id)
+                    pipe.set(self._task(record.task_id), self._dump(record))
+                    pipe.zadd(self._owner(record.owner), {record.task_id: record.created_at})
+                    pipe.zadd(self._owner(None), {record.task_id: record.created_at})
+                    if record.server_id:
+                        pipe.sadd(self._working(record.server_id), record.task_id)
+                    await pipe.execute()
+                    return record
+                except WatchError:  # another server claimed the key (or its holder changed): read again
+                    continue
 
     async def get(self, task_id: str) -> TaskRecord | None:
         raw = await self.redis.get(self._task(task_id))
@@ -238,10 +258,7 @@ class RedisTaskStore:
         return len(ids) - len(gone)
 
     async def find_by_key(self, idempotency_key: str) -> TaskRecord | None:
+        # A key whose task is gone is left alone: it expires with its task, and create
+        # takes it over atomically (deleting it here could delete a key just claimed anew).
         task_id = await self.redis.get(self._key(idempotency_key))
-        if task_id is None:
-            return None
-        record = await self.get(task_id)
-        if record is None:
-            await self.redis.delete(self._key(idempotency_key))
-        return record
+        return await self.get(task_id) if task_id is not None else None
