@@ -8,8 +8,9 @@ else a tool raises is a bug and is logged with its traceback.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastmcp.exceptions import ToolError
@@ -28,3 +29,21 @@ def logs_its_error(what: str) -> Callable[[asyncio.Future[Any]], None]:
         if not future.cancelled() and future.exception() is not None:
             log.info("jupyter_mcp: %s ended with: %s", what, future.exception())
     return retrieve
+
+
+def named_failures(tool: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """The tool, whose unexpected failures reach the agent (a plain call or a task) with their kind
+    and message, never empty: fastmcp would answer ``Error calling tool 'x': {exc}``, which an
+    ``AssertionError()`` leaves blank. Refusals (``ToolError``) pass as they are."""
+    @functools.wraps(tool)
+    async def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await tool(*args, **kwargs)
+        except ToolError:
+            raise
+        except Exception as exc:
+            log.exception("jupyter_mcp: %s failed", tool.__name__)
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            raise ToolError(f"{tool.__name__} failed: {detail}. The call was not refused: the server could not "
+                            "carry it out (its log has the traceback)") from exc
+    return run

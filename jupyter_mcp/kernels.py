@@ -30,7 +30,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from jupyter_core.utils import ensure_async
+
 from .errors import NotebookError, logs_its_error
+from .kernel_clients import ConnectionClosed, is_remote, kernel_client
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +170,7 @@ class Kernels:
             return existing
         self._refuse_over_cap(path)
         sm = self.serverapp.session_manager
-        specs = self.serverapp.kernel_spec_manager.find_kernel_specs()
+        specs = await ensure_async(self.serverapp.kernel_spec_manager.get_all_specs())  # a gateway's, with one
         name = kernel_name if kernel_name in specs else None
         self._starting += 1
         try:
@@ -189,9 +192,12 @@ class Kernels:
         for kernel_id, started in list(self._started.items()):
             if kernel_id not in self.km or kernel_id not in self._started:
                 continue
+            connections = await self._others_connected(kernel_id)
+            if kernel_id not in self.km or kernel_id not in self._started:
+                continue
             run_lock, session_lock = self._run_locks[kernel_id], self._session_locks[started.path]
             idle = self._idle_seconds(kernel_id, started)
-            if not stoppable(connections=self.km.kernel_model(kernel_id).get("connections", 0),
+            if not stoppable(connections=connections,
                              state=getattr(self.km.get_kernel(kernel_id), "execution_state", ""),
                              running=run_lock.locked() or session_lock.locked(), idle_seconds=idle,
                              timeout=self.idle_timeout):
@@ -204,6 +210,20 @@ class Kernels:
                           "its session is deleted", started.path, idle)
             stopped.append(started.path)
         return stopped
+
+    async def _others_connected(self, kernel_id: str) -> int:
+        """Websockets connected to the kernel other than MCP's own client: JupyterLab tabs. (A
+        gateway counts every websocket to the kernel, MCP's among them, and tells only when asked.)"""
+        kernel = self.km.get_kernel(kernel_id)
+        if not is_remote(kernel):
+            return (await ensure_async(self.km.kernel_model(kernel_id)) or {}).get("connections", 0)
+        try:
+            model = await kernel.refresh_model() or {}
+        except Exception as exc:  # the gateway does not answer: a kernel nobody can see is not stopped
+            self.log.warning("jupyter_mcp: could not ask the gateway about kernel %s (%s); not stopping it",
+                             kernel_id, exc)
+            return 1
+        return model.get("connections", 0) - (1 if kernel_id in self._clients else 0)
 
     def _idle_seconds(self, kernel_id: str, started: Started) -> float:
         """Since MCP's last use or the kernel's last activity (a person's run), whichever is later."""
@@ -233,10 +253,17 @@ class Kernels:
         """Our client of the kernel, ready; ``NotStarted`` if it is not ready within ``timeout``
         (which is shorter than the time a kernel gets to answer at all)."""
         client = self._clients.get(kernel_id)
+        if client is not None and getattr(client, "closed", False):  # a gateway's websocket that closed
+            self.forget(kernel_id)
+            client = None
         if client is None:
-            client = self.km.get_kernel(kernel_id).client()
+            client = kernel_client(self.km.get_kernel(kernel_id))
             client.allow_stdin = False
-            client.start_channels()
+            try:
+                await ensure_async(client.start_channels())
+            except Exception as exc:  # a gateway that does not answer
+                raise KernelDied(f"could not connect to the notebook's kernel: {type(exc).__name__}: {exc}; "
+                                 "this code was not run") from None
             try:
                 await client.wait_for_ready(timeout=min(timeout, READY_TIMEOUT_SEC))
             except asyncio.CancelledError:
@@ -274,7 +301,19 @@ class Kernels:
     async def _alive(self, kernel_id: str) -> bool:
         if kernel_id not in self.km:
             return False
-        return bool(await self.km.get_kernel(kernel_id).is_alive())
+        kernel = self.km.get_kernel(kernel_id)
+        if not is_remote(kernel):
+            return bool(await kernel.is_alive())
+        try:  # a gateway kernel's is_alive says yes even when the gateway no longer has it
+            return await kernel.refresh_model() is not None
+        except Exception as exc:
+            raise KernelDied(f"the kernel's gateway does not answer: {exc}") from None
+
+    async def _forget_gone_remote(self) -> None:
+        """Kernels the gateway no longer has (it restarted, or culled them) are dropped by the kernel
+        manager's listing, and then by us: the next call starts a fresh one."""
+        await ensure_async(self.km.list_kernels())
+        self._drop_gone()
 
     async def interrupt(self, kernel_id: str) -> None:
         await self.km.interrupt_kernel(kernel_id)
@@ -323,6 +362,10 @@ class Kernels:
                              "the next call starts a fresh kernel")
         if not await self._alive(kernel_id):
             self.forget(kernel_id)
+            if is_remote(self.km.get_kernel(kernel_id)):
+                await self._forget_gone_remote()
+                raise KernelDied("the notebook's kernel is gone from its gateway (the gateway restarted, or culled "
+                                 "it); this code was not run; the next call starts a fresh kernel")
             await self.km.restart_kernel(kernel_id, now=True)
         try:
             client = await self._client(kernel_id, timeout=max(0.1, deadline - time.monotonic()))
@@ -373,6 +416,10 @@ class Kernels:
             limit = deadline if interrupted_at is None else interrupted_at + INTERRUPT_GRACE_SEC
             try:
                 msg = await client.get_iopub_msg(timeout=max(0.01, min(IDLE_CHECK_SEC, limit - now)))
+            except ConnectionClosed:
+                self.forget(kernel_id)
+                raise KernelDied("the connection to the kernel's gateway closed while this code ran; outputs so "
+                                 "far are kept; the next call connects again") from None
             except queue.Empty:
                 if not await self._alive(kernel_id):
                     self.forget(kernel_id)
@@ -391,7 +438,7 @@ class Kernels:
         while time.monotonic() < deadline:
             try:
                 msg = await client.get_iopub_msg(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
+            except (queue.Empty, ConnectionClosed):
                 return
             if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg["msg_type"] == "status"
                     and msg["content"].get("execution_state") == "idle"):
@@ -403,7 +450,7 @@ class Kernels:
         while time.monotonic() < deadline:
             try:
                 msg = await client.get_shell_msg(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
+            except (queue.Empty, ConnectionClosed):
                 return None
             if msg.get("parent_header", {}).get("msg_id") == msg_id:
                 return msg

@@ -9,6 +9,7 @@ from typing import Any
 from fastmcp import FastMCP
 
 from ._version import __version__
+from .errors import named_failures
 from .identity import principal_of
 from .notebooks import Notebooks
 from .tasks import TaskManager, TasksExtension
@@ -35,7 +36,7 @@ def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager) -> 
 
     mcp = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, mask_error_details=False, lifespan=lifespan)
     for fn, options in TOOLS:
-        mcp.tool(fn, **options)
+        mcp.tool(named_failures(fn), **options)
     mcp.add_middleware(Authorize(NEEDS))
     TasksExtension(tasks, principal_of).install(mcp)
     return mcp
