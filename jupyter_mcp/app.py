@@ -1,7 +1,8 @@
 """The Jupyter Server extension: every setting, the parts composed, started and stopped.
 
 This is the one place that reads the environment: MCP_SERVER_NAME, MCP_ROOM_IDLE_TIMEOUT_SEC,
-MCP_ROOM_SWEEP_INTERVAL_SEC and JUPYTER_MCP_TASK_STORE_CLASS are the defaults of their settings.
+MCP_ROOM_SWEEP_INTERVAL_SEC and JUPYTER_MCP_TASK_STORE_CLASS are the defaults of their settings;
+JupyterHub's JUPYTERHUB_PUBLIC_URL and JUPYTERHUB_SERVICE_PREFIX name the URL the start logs.
 Everything below gets its settings and collaborators passed in.
 """
 
@@ -223,11 +224,21 @@ class JupyterMCPApp(ExtensionApp):
             self.readiness.started(error)
             raise
         self.readiness.started()
-        self.log.info("jupyter_mcp: MCP server %r at %s", self.server_name, self.mcp_url)
+        self.log.info("jupyter_mcp: MCP server %r at %s", self.server_name, self.mcp_location())
 
-    @property
-    def mcp_url(self) -> str:
-        return url_path_join(self.serverapp.connection_url, MCP_PATH)
+    def mcp_location(self) -> str:
+        """Where clients reach /mcp. Under JupyterHub that is through the hub's proxy, not this
+        process's own address: the hub gives this server's public URL ($JUPYTERHUB_PUBLIC_URL,
+        set when JupyterHub.public_url is) or at least its path ($JUPYTERHUB_SERVICE_PREFIX)."""
+        own = url_path_join(self.serverapp.connection_url, MCP_PATH)
+        public = os.environ.get("JUPYTERHUB_PUBLIC_URL")
+        if public:
+            return url_path_join(public, MCP_PATH)
+        prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX")
+        if prefix:
+            return (f"{url_path_join(prefix, MCP_PATH)} on the JupyterHub's public address (JupyterHub.public_url "
+                    f"would name it here); this process answers at {own}")
+        return own
 
     async def stop_extension(self) -> None:
         await self.tasks.stop()  # tasks still running here end "failed: server stopped"

@@ -56,10 +56,17 @@ class NotAuthorized(PermissionError):
 
 
 async def _refuse_clearly(response: Any) -> None:
-    # The SDK reports any HTTP error as "Server returned an error response"; say which.
+    # The SDK reports any HTTP error as "Server returned an error response"; say which, and
+    # why, in the server's words (which scope a JupyterHub token lacks, for one).
     if response.status_code in (401, 403):
+        await response.aread()
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        reason = body.get("message") if isinstance(body, dict) else None
         raise NotAuthorized(f"{response.request.url} refused the request (HTTP {response.status_code}): "
-                            "check the Jupyter token")
+                            f"{reason or 'check the Jupyter token'}")
 
 
 TERMINAL = ("completed", "failed", "cancelled")

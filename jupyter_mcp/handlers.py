@@ -24,6 +24,24 @@ TOKEN_HELP = ("missing or invalid token: send the header `Authorization: token <
               "token (or a JupyterHub token with the access:servers scope)")
 
 
+def hub_refusal(access_scopes: set[str], hub_user: dict | None, *, sent_header: bool, sent_in_url: bool) -> str:
+    """Why JupyterHub's single-user auth let a request in as nobody, and what to send instead:
+    its own answer is a bare 403 or, for a POST, Jupyter's "'_xsrf' argument missing"."""
+    needs = " or ".join(sorted(access_scopes)) or "access:servers"
+    header = "`Authorization: token <T>`"
+    if hub_user:  # the hub knows the token (or login), but not for this server
+        return (f"JupyterHub token refused: the token of {hub_user.get('kind', 'user')} {hub_user.get('name')!r} "
+                f"does not have the scope {needs}, which this server needs (another user's token, or one made "
+                "without access:servers for this server)")
+    if sent_header:
+        return f"JupyterHub token refused: the hub does not know it (wrong, expired or revoked); send {header} " \
+               f"with a JupyterHub token that has the {needs} scope"
+    if sent_in_url:
+        return f"no token: JupyterHub ignores a token in the URL (?token=); send it in the header {header}, " \
+               f"a JupyterHub token with the {needs} scope"
+    return f"no token: send the header {header} with a JupyterHub token that has the {needs} scope"
+
+
 class Readiness:
     """Whether the extension's parts have started: requests wait for it, a failed start answers 503."""
 
@@ -108,7 +126,7 @@ class MCPHandler(APIHandler):
         if not hasattr(self, "_jupyter_current_user"):
             return  # too early: Jupyter calls this again once it knows the user
         if not self._jupyter_current_user:
-            raise web.HTTPError(403, TOKEN_HELP)
+            raise web.HTTPError(403, self.refusal())
         if self.request.cookies and self.identity_provider.auth_enabled:
             super().check_xsrf_cookie()
 
@@ -121,7 +139,16 @@ class MCPHandler(APIHandler):
             raise web.HTTPError(403, "Origin not allowed: %s" % self.request.headers.get("Origin"))
         await super().prepare()
         if not self.current_user and self.request.method != "OPTIONS":
-            raise web.HTTPError(403, TOKEN_HELP)
+            raise web.HTTPError(403, self.refusal())
+
+    def refusal(self) -> str:
+        """What to send to be let in: under JupyterHub, which scope and what was wrong with the token."""
+        hub_auth = getattr(self.identity_provider, "hub_auth", None)
+        if hub_auth is None:
+            return TOKEN_HELP
+        return hub_refusal(hub_auth.access_scopes, getattr(self, "_cached_hub_user", None),  # HubAuth's, per request
+                           sent_header=bool(self.request.headers.get("Authorization")),
+                           sent_in_url=bool(self.get_query_argument("token", "")))
 
     @web.authenticated
     @authorized
