@@ -101,9 +101,11 @@ class SessionLimit:
 class MCPHandler(APIHandler):
     """Serves GET, POST and DELETE on /mcp through the MCP Streamable HTTP app.
 
-    Jupyter authenticates the request and its authorizer is asked about the ``mcp``
-    resource before any byte reaches MCP; each tool then asks it about what the tool does
-    (``permissions``). A browser Origin that Jupyter's ``allow_origin``
+    Jupyter authenticates the request and its authorizer is asked for ``read`` on the ``mcp``
+    resource (may this user use MCP at all) before any byte reaches MCP, whatever the method:
+    a POST is how a client asks anything, a read included, so asking ``write`` there would shut
+    out a user the authorizer lets read (JupyterHub's read-only role, ``read:*``). Each tool
+    then asks for what it does (``permissions``). A browser Origin that Jupyter's ``allow_origin``
     settings do not allow is refused with 403 even when a token is sent, as the MCP spec
     asks of servers (DNS-rebinding protection). The principal goes into the ASGI scope,
     where the SDK binds each session to the principal that opened it.
@@ -151,17 +153,17 @@ class MCPHandler(APIHandler):
                            sent_in_url=bool(self.get_query_argument("token", "")))
 
     @web.authenticated
-    @authorized
+    @authorized(action="read")
     async def get(self) -> None:
         await self._serve()
 
     @web.authenticated
-    @authorized
+    @authorized(action="read")
     async def post(self) -> None:
         await self._serve()
 
     @web.authenticated
-    @authorized
+    @authorized(action="read")
     async def delete(self) -> None:
         await self._serve()
 

@@ -84,7 +84,7 @@ async def test_hub_scopes_decide_each_tool_a_reader_reads_and_changes_nothing(hu
     path = hub.workspace("alice") / name
     before = path.read_bytes()
     reader = hub.token("alice", ["access:servers!user=alice", scope("read", "contents", "alice"),
-                                 scope("read", "mcp", "alice"), scope("write", "mcp", "alice")])
+                                 scope("read", "mcp", "alice")])
     async with connect(hub.mcp_url("alice"), reader) as client:
         assert [c["source"] for c in (await call(client, "notebook_get", path=name))["cells"]] == ["x = 1"]
         assert (await call(client, "cell_get", path=name, cell_id=ids[0]))["source"] == "x = 1"
@@ -96,9 +96,15 @@ async def test_hub_scopes_decide_each_tool_a_reader_reads_and_changes_nothing(hu
     assert path.read_bytes() == before and not (hub.workspace("alice") / "pwned").exists()
     sessions = httpx.get(hub.server_url("alice") + "api/sessions", headers={"Authorization": f"token {hub.token('alice')}"})
     assert name not in [s["path"] for s in sessions.json()]  # no kernel was started for the reader
-    # JupyterHub's read-only example grants read:* only: /mcp (POST: write on mcp) stays closed
+    # JupyterHub's read-only example grants read:* only: that user reads through MCP too
     read_only = hub.token("alice", ["access:servers!user=alice", scope("read", user="alice")])
-    assert "not authorized to write on resource: mcp" in refusal(hub.mcp_url("alice"), read_only)
+    async with connect(hub.mcp_url("alice"), read_only) as client:
+        assert (await call(client, "cell_get", path=name, cell_id=ids[0]))["source"] == "x = 1"
+        assert "write on contents" in await refused(client, "cell_update", path=name, cell_id=ids[0], source="x = 3")
+    # without read on mcp, /mcp is closed before MCP sees anything
+    no_mcp = hub.token("alice", ["access:servers!user=alice", scope("read", "contents", "alice")])
+    assert "not authorized to read on resource: mcp" in refusal(hub.mcp_url("alice"), no_mcp)
+    assert path.read_bytes() == before
 
 
 def test_the_start_log_names_the_url_through_the_hub(hub):
