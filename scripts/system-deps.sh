@@ -1,6 +1,7 @@
 # Sourced by scripts/test: the Debian packages the test suite runs for real: redis-server
 # (the Redis task store), podman with runc and debootstrap (the container box), chromium
-# (the browser tests; never a downloaded browser) and Node.js (the MCP Inspector CLI).
+# (the browser tests; never a downloaded browser) and Node.js (the MCP Inspector CLI, and
+# configurable-http-proxy for the JupyterHub tests).
 # Installed only when missing; needs root (CI runs as root) or passwordless sudo.
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)

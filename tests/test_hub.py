@@ -25,6 +25,7 @@ import pytest
 from jupyter_mcp.client import NotAuthorized, connect
 from jupyter_mcp.testing import call, disk_sources, new_notebook, refused
 from jupyter_mcp.testing.hub import Hub, install_proxy, scope
+from jupyter_mcp.testing.npm import npm_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = "@modelcontextprotocol/inspector@0.17.5"  # has --header (0.15, in test_inspector, has not)
@@ -148,13 +149,7 @@ async def test_stopping_a_server_through_the_hub_keeps_every_edit_promptly(hub):
 
 @pytest.fixture(scope="module")
 def inspector():
-    binary = INSPECTOR_PREFIX / "node_modules" / ".bin" / "mcp-inspector"
-    if not binary.exists():
-        INSPECTOR_PREFIX.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(INSPECTOR_PREFIX), INSPECTOR],
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
-    return binary
+    return npm_tool(INSPECTOR, INSPECTOR_PREFIX, "mcp-inspector")
 
 
 def test_the_readme_inspector_recipe_works_through_the_hub(hub, inspector):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from jupyter_mcp.testing import write_notebook
+from jupyter_mcp.testing.npm import npm_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
@@ -23,13 +24,7 @@ PREFIX = ROOT / "build" / "inspector"
 def inspector():
     if shutil.which("npm") is None or shutil.which("node") is None:
         pytest.skip("Node.js and npm are not installed")
-    binary = PREFIX / "node_modules" / ".bin" / "mcp-inspector"
-    if not binary.exists():
-        PREFIX.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(PREFIX), INSPECTOR],
-                              capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, done.stderr[-2000:]
-    return binary
+    return npm_tool(INSPECTOR, PREFIX, "mcp-inspector")
 
 
 def run(inspector, live, *args) -> dict:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from .live import free_port
+from .live import end_process, free_port
 
 
 class KernelGateway:
@@ -72,10 +72,5 @@ class KernelGateway:
     def stop(self, timeout: float = 20) -> None:
         if self.proc is None or self.proc.poll() is not None:
             return
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        end_process(self.proc, timeout=timeout)
         self.log_file.close()

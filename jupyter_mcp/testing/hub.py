@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -28,7 +27,8 @@ from pathlib import Path
 import httpx
 from jupyterhub.singleuser.extension import JupyterHubAuthorizer
 
-from .live import free_port
+from .live import end_process, free_port
+from .npm import npm_tool
 
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"
 ACTIONS = ("read", "write", "execute")
@@ -38,17 +38,7 @@ RESOURCES = ("contents", "kernels", "sessions", "mcp")
 
 def install_proxy(prefix: Path) -> Path:
     """configurable-http-proxy from npm into ``prefix`` (once); its binary."""
-    binary = prefix / "node_modules" / ".bin" / "configurable-http-proxy"
-    if binary.exists():
-        return binary
-    if shutil.which("npm") is None:
-        raise RuntimeError("npm is not installed (bash scripts/test installs Node.js with apt-get)")
-    prefix.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), PROXY_PACKAGE],
-                          capture_output=True, text=True, timeout=600)
-    if done.returncode != 0:
-        raise RuntimeError(f"npm install {PROXY_PACKAGE} failed:\n{done.stdout}{done.stderr}")
-    return binary
+    return npm_tool(PROXY_PACKAGE, prefix, "configurable-http-proxy")
 
 
 def scope(action: str, resource: str = "*", user: str | None = None) -> str:
@@ -212,12 +202,7 @@ class Hub:
     def stop(self, timeout: float = 60) -> None:
         """Stop the hub; it stops the users' servers and its proxy first (cleanup_servers)."""
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            end_process(self.proc, timeout=timeout)
             self.log_file.close()
         pid_file = self.base / "proxy.pid"  # removed by a hub that stopped its proxy
         try:

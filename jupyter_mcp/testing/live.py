@@ -21,6 +21,17 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def end_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
+    """Send ``proc`` the signal and wait for it; killed if it outlives ``timeout``. Its exit code."""
+    proc.send_signal(sig)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return proc.returncode
+
+
 # Capabilities that let root read and write any file whatever its owner and mode.
 FILE_PERMISSION_OVERRIDES = ("dac_override", "dac_read_search", "fowner")
 
@@ -117,14 +128,9 @@ class LiveServer:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> int | None:
         if self.proc is None or self.proc.poll() is not None:
             return self.proc.returncode if self.proc else None
-        self.proc.send_signal(sig)
-        try:
-            self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        code = end_process(self.proc, sig, timeout)
         self.log_file.close()
-        return self.proc.returncode
+        return code
 
     def restart(self) -> LiveServer:
         self.stop()
