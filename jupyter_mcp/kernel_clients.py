@@ -60,7 +60,6 @@ class GatewayClient:
 
     def __init__(self, client: GatewayKernelClient) -> None:
         self.client = client
-        self.allow_stdin = False
 
     @property
     def closed(self) -> bool:

@@ -193,7 +193,7 @@ class Kernels:
             if kernel_id not in self.km or kernel_id not in self._started:
                 continue
             connections = await self._others_connected(kernel_id)
-            if kernel_id not in self.km or kernel_id not in self._started:
+            if kernel_id not in self.km or kernel_id not in self._started:  # gone while the gateway answered
                 continue
             run_lock, session_lock = self._run_locks[kernel_id], self._session_locks[started.path]
             idle = self._idle_seconds(kernel_id, started)

@@ -8,12 +8,11 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-from .live import end_process, free_port
+from .live import answers, end_process, free_port, wait_until
 
 
 class KernelGateway:
@@ -53,18 +52,13 @@ class KernelGateway:
              "--JupyterWebsocketPersonality.list_kernels=True"],
             env={**os.environ, **env}, stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=subprocess.STDOUT,
             cwd=self.base)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"the kernel gateway exited with {self.proc.returncode}:\n{self.log()}")
-            try:
-                if httpx.get(f"{self.url}/api/kernelspecs", headers=self.headers, timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError(f"the kernel gateway did not come up in {timeout}s:\n{self.log()}")
+        try:
+            wait_until(self.proc, lambda: answers(f"{self.url}/api/kernelspecs", self.headers), timeout=timeout,
+                       what="the kernel gateway did not come up", log=self.log)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

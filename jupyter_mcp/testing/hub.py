@@ -21,13 +21,12 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 from jupyterhub.singleuser.extension import JupyterHubAuthorizer
 
-from .live import end_process, free_port
+from .live import answers, end_process, free_port, wait_until
 from .npm import npm_tool
 
 PROXY_PACKAGE = "configurable-http-proxy@5.3.0"
@@ -137,7 +136,7 @@ class Hub:
         self.proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(config)], cwd=self.base, env=env,
                                      stdin=subprocess.DEVNULL, stdout=self.log_file, stderr=subprocess.STDOUT)
         self._until(timeout, "the hub did not answer through its proxy",
-                    lambda: self._answers(self.url + "hub/api/"))
+                    lambda: answers(self.url + "hub/api/"))
         for user in self.users:
             self.workspace(user).mkdir(parents=True, exist_ok=True)
             response = self.api("POST", f"users/{user}")
@@ -145,21 +144,8 @@ class Hub:
                 raise RuntimeError(f"creating user {user}: {response.status_code} {response.text}")
         return self
 
-    def _answers(self, url: str) -> bool:
-        try:
-            return httpx.get(url, timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     def _until(self, timeout: float, what: str, done) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"jupyterhub exited with {self.proc.returncode}:\n{self.log()}")
-            if done():
-                return
-            time.sleep(0.2)
-        raise RuntimeError(f"{what} in {timeout}s:\n{self.log()}")
+        wait_until(self.proc, done, timeout=timeout, what=what, log=self.log)
 
     def api(self, method: str, path: str, *, token: str | None = None, **kwargs) -> httpx.Response:
         """The hub's REST API (/hub/api/<path>), as the admin service unless ``token`` is given."""

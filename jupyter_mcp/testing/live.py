@@ -10,7 +10,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -30,6 +32,28 @@ def end_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: floa
         proc.kill()
         proc.wait()
     return proc.returncode
+
+
+def wait_until(proc: subprocess.Popen, ready: Callable[[], Any], *, timeout: float, what: str,
+               log: Callable[[], str]) -> None:
+    """Poll ``ready`` until it answers true; fail with the process's log if it exits first or
+    ``timeout`` passes (``what`` says what did not happen)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what}: the process exited with {proc.returncode}:\n{log()}")
+        if ready():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} in {timeout}s:\n{log()}")
+
+
+def answers(url: str, headers: dict[str, str] | None = None) -> bool:
+    """Whether ``url`` answers 200 now."""
+    try:
+        return httpx.get(url, headers=headers, timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 # Capabilities that let root read and write any file whatever its owner and mode.
