@@ -1,11 +1,14 @@
 """Run charly check steps against a live box, or apply a candy's run steps to one.
 
-    python -m checks check [FILES...] --url http://127.0.0.1:8888 --token T [--home DIR | --container NAME]
+    python -m checks check [FILES...] --url http://127.0.0.1:8888 [--home DIR | --container NAME]
     python -m checks apply FILES... --home DIR --ctx DIR
     python -m checks serve charly.yml --home DIR --volume /workspace=DIR --url http://127.0.0.1:PORT
 
-Without FILES, ``check`` runs the candy, the box and every file in checks/. One line per
-check (TAP); ``--json FILE`` also writes a JSON report. Exit status 1 if any check fails.
+Without FILES, ``check`` runs the candy, the box and every file in checks/. Every file is
+validated against charly's schema first (exit status 1 and nothing runs if one is not valid).
+One line per check (TAP); ``--json FILE`` also writes a JSON report. Exit status 2 if a check
+fails, as ``charly check live``. No token is sent: charly's checks send none, so a box passes
+only if its deployment lets them in as it lets its siblings in.
 """
 
 from __future__ import annotations
@@ -62,7 +65,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=["check", "apply", "serve"])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--url", default="http://127.0.0.1:8888", help="the box's JupyterLab (its port 8888)")
-    parser.add_argument("--token", default=os.environ.get("JUPYTER_TOKEN"), help="Jupyter token (default $JUPYTER_TOKEN)")
     parser.add_argument("--home", help="the box user's HOME on this machine (local box)")
     parser.add_argument("--container", help="the box's container name (command/file steps via podman exec)")
     parser.add_argument("--engine", default="podman")
@@ -73,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     url = urlsplit(args.url)
     box = Box(home=args.home or ("/root" if args.container and not args.home else None),
               container=args.container, host=url.hostname or "127.0.0.1", ports={8888: url.port or 8888},
-              token=args.token, ctx=args.ctx, engine=args.engine)
+              ctx=args.ctx, engine=args.engine)
     if args.container and not args.home:
         box.home = box.shell('printf %s "$HOME"', 30).stdout or "/root"
         box.user = box.shell("id -un", 30).stdout.strip() or "root"
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=1))
     failed = [o for o in outcomes if o.status == "not ok"]
     print(f"# {len(outcomes) - len(failed)}/{len(outcomes)} checks passed", file=sys.stderr)
-    return 1 if failed else 0
+    return 2 if failed else 0
 
 
 if __name__ == "__main__":

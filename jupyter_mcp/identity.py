@@ -19,6 +19,7 @@ from mcp.server.auth.provider import AccessToken
 from .permissions import UNRESTRICTED, Permissions, Unrestricted, permissions_of
 
 LOCAL = "local"  # no HTTP request behind the call (an in-memory client)
+ANONYMOUS = "anonymous"  # every client of a server with auth off
 DEFAULT_CLIENT = "mcp client"
 MAX_CLIENT_NAME = 64  # characters of clientInfo.name kept: it goes to every collaborator's browser
 
@@ -26,11 +27,14 @@ MAX_CLIENT_NAME = 64  # characters of clientInfo.name kept: it goes to every col
 def principal_of_handler(handler: Any) -> str:
     """The principal of an authenticated Jupyter request.
 
-    With Jupyter's shared server token every holder of the token is the same principal
-    (Jupyter would otherwise invent a new anonymous user for every request that carries
-    no cookie); any other identity is the user's own name.
+    With Jupyter's shared server token every holder of the token is the same principal, and
+    with auth off every client is (Jupyter would otherwise invent a new anonymous user for
+    every request that carries no cookie, and a client's session would not be its own on
+    the next request); any other identity is the user's own name.
     """
     provider = handler.identity_provider
+    if not provider.auth_enabled:
+        return ANONYMOUS  # auth off: Jupyter invents a user per cookie-less request; all are one here
     server_token = getattr(provider, "token", "")
     if server_token and handler.token_authenticated and provider.get_token(handler) == server_token:
         return "token:" + hashlib.sha256(server_token.encode()).hexdigest()[:16]

@@ -18,8 +18,12 @@ $runner apply "$root/candy/jupyter-mcp/charly.yml" --home "$home" --ctx "$box/ct
 token=${JUPYTER_TOKEN:-$("$env_dir/bin/python" -c 'import secrets; print(secrets.token_hex(24))')}
 echo "$token" > "$box/token"
 mkdir -p "$box/workspace"
+# The local box runs on this machine, not in a container: its deployment is this machine's
+# loopback (in a container it is also the container's networks; here those would be a LAN).
+mkdir -p "$home/.jupyter"
+printf '{"DeploymentIdentityProvider": {"trusted_networks": ["loopback"]}}\n' > "$home/.jupyter/jupyter_server_config.json"
 cd "$home"  # jupyter-collaboration keeps its update store (.jupyter_ystore.db) in the working directory
-HOME="$home" JUPYTER_TOKEN="$token" $runner serve "$root/charly.yml" --home "$home" \
+HOME="$home" JUPYTER_CONFIG_DIR="$home/.jupyter" JUPYTER_TOKEN="$token" $runner serve "$root/charly.yml" --home "$home" \
     --volume "/workspace=$box/workspace" --url "http://127.0.0.1:$port" > "$box/jupyter.log" 2>&1 &
 echo $! > "$box/pid"
 echo "local box: http://127.0.0.1:$port (token in $box/token, log $box/jupyter.log, pid $(cat "$box/pid"))"

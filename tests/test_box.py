@@ -8,19 +8,17 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-import httpx2
 import pytest
 import yaml
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import free_port
+from jupyter_mcp.testing import free_port, netns
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -59,7 +57,7 @@ class LocalBox:
 
     def checks(self, *files: Path) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(self.python), "-m", "checks", "check", *map(str, files), "--url", self.url,
-                               "--token", self.token, "--home", str(self.home), "--json", str(self.base / "report.json")],
+                               "--home", str(self.home), "--json", str(self.base / "report.json")],
                               capture_output=True, text=True, timeout=600, cwd=ROOT,
                               env={**os.environ, "PYTHONPATH": str(ROOT)})
 
@@ -81,6 +79,8 @@ def local_box(tmp_path_factory):
 
 
 def test_the_local_box_passes_every_check(local_box):
+    """Every check of both charly files and checks/, run as charly runs them: no token is sent,
+    and mcp steps dial the box's mcp_provide entry."""
     done = local_box.checks()
     print(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -103,17 +103,32 @@ def test_the_box_was_made_by_the_candys_own_steps(local_box):
 
 
 def test_a_failing_check_fails_the_run(local_box, tmp_path):
+    """A tool that answers isError fails its step, as charly's mcp verb does (exit 1, want 0)."""
     bad = tmp_path / "bad.yml"
     bad.write_text(yaml.safe_dump([{"check": "a tool that does not exist answers", "context": ["runtime"],
-                                    "mcp": {"mcp": "http://127.0.0.1:${HOST_PORT:8888}/mcp", "method": "call",
-                                            "tool": "no_such_tool", "input": {}}}]))
+                                    "mcp": {"method": "call", "tool": "no_such_tool", "input": "{}"}}]))
     done = local_box.checks(bad)
-    assert done.returncode == 1 and "not ok 1" in done.stdout
+    assert done.returncode == 2 and "not ok 1" in done.stdout
+    assert "mcp: exit=1, want 0" in done.stdout
+
+
+def test_an_invalid_file_runs_nothing(local_box, tmp_path):
+    """charly validates every step before it runs any: today's old mcp form is refused, and the
+    valid step before it does not run."""
+    marker = tmp_path / "ran"
+    bad = tmp_path / "bad.yml"
+    bad.write_text(yaml.safe_dump([
+        {"check": "would leave a mark", "context": ["runtime"], "command": {"command": f"touch {marker}",
+                                                                             "from_host": True}},
+        {"check": "the old form", "context": ["runtime"], "mcp": {"mcp": "http://127.0.0.1:8888/mcp", "method": "ping"}}]))
+    done = local_box.checks(bad)
+    assert done.returncode == 1 and "charly would not load these files" in done.stderr
+    assert "field not allowed" in done.stderr and not marker.exists()
 
 
 def test_checks_run_by_hand_against_a_box_url(local_box):
-    """The documented command, with only a URL and a token: shell steps are skipped, said so."""
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "check"), local_box.url, "--token", local_box.token],
+    """The documented command, with only a URL: shell steps are skipped, said so."""
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "check"), local_box.url],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "# SKIP needs the box's shell" in done.stdout
@@ -128,30 +143,74 @@ def charly_mcp_servers(container_name: str) -> list[dict]:
              "source": "jupyter"} for entry in box["mcp_provide"]]
 
 
-TRANSPORTS = {"http": streamable_http_client}  # an entry's transport: the SDK client that speaks it
+SIBLING = ROOT / "jupyter_mcp" / "testing" / "sibling.py"
+TOOLS = sorted(re.findall(r"^## `(\w+)`", (ROOT / "docs" / "tools.md").read_text(), re.M))
 
 
-async def test_a_sibling_connects_from_its_charly_mcp_servers_entry(local_box):
-    """What the box promises a sibling service: from its CHARLY_MCP_SERVERS entry alone
-    (name, url, transport), a plain MCP SDK client connects and lists every tool the candy
-    checks for. The sibling's network is stood in for: the container's name and port in the
-    entry's url are replaced by the address the local box is reachable at; nothing else of
-    the url changes. The Jupyter token is given by hand: discovery does not carry it today
-    (a later issue designs how siblings get it). What hermes or openwebui then do with the
-    entry is theirs and not tested here."""
+def test_a_sibling_connects_from_its_charly_mcp_servers_entry(local_box):
+    """A sibling knows only its CHARLY_MCP_SERVERS entry (name, url, transport) and sends no
+    header: it lists every tool, runs notebook_list and starts a kernel at the URL without /mcp.
+    On this machine the entry's container name is the local box's address (the local box's
+    deployment is this machine's loopback); the container test does it across a network."""
     entry, = charly_mcp_servers("charly-jupyter")
-    assert entry["name"] == "jupyter" and entry["source"] == "jupyter"
-    assert entry["transport"] in TRANSPORTS, f"no client here for transport {entry['transport']!r}"
-    url = urlsplit(entry["url"])
-    box = yaml.safe_load((ROOT / "charly.yml").read_text())["jupyter"]["candy"]
-    assert url.hostname == "charly-jupyter" and url.port in box["port"]  # the container, on a port it publishes
-    reachable = urlunsplit(url._replace(netloc=f"127.0.0.1:{local_box.port}"))
-    async with httpx2.AsyncClient(headers={"Authorization": f"token {local_box.token}"}) as http, \
-            Client(TRANSPORTS[entry["transport"]](reachable, http_client=http)) as client:
-        listed = sorted(t.name for t in (await client.list_tools()).tools)
-    plan = yaml.safe_load((ROOT / "candy" / "jupyter-mcp" / "charly.yml").read_text())["jupyter-mcp"]["candy"]["plan"]
-    checked = next(s for s in plan if s.get("mcp", {}).get("method") == "list-tools")
-    assert listed == sorted(m["contains"] for m in checked["stdout"])
+    assert entry == {"name": "jupyter", "url": "http://charly-jupyter:8888/mcp", "transport": "http",
+                     "source": "jupyter"}
+    entry["url"] = urlunsplit(urlsplit(entry["url"])._replace(netloc=f"127.0.0.1:{local_box.port}"))
+    done = subprocess.run([str(local_box.python), str(SIBLING), "jupyter"], capture_output=True, text=True,
+                          timeout=120, env={"PATH": os.environ["PATH"], "CHARLY_MCP_SERVERS": json.dumps([entry])})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["server"] == "jupyter" and sorted(seen["tools"]) == TOOLS
+    assert not seen["notebook_list_error"] and "notebooks" in seen["notebook_list"] and seen["kernel_started"]
+
+
+@pytest.fixture(scope="module")
+def outside():
+    problem = netns.problem()
+    if problem:
+        pytest.skip(problem)
+    with netns.outside_namespace() as namespace:
+        yield namespace
+
+
+PROBE = """
+import json, sys, urllib.request, urllib.error
+url, headers = sys.argv[1], json.loads(sys.argv[2])
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+                   "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}).encode()
+request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json",
+                                 "Accept": "application/json, text/event-stream", **headers})
+try:
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        print(json.dumps({"status": answer.status, "body": answer.read(300).decode(errors="replace")}))
+except urllib.error.HTTPError as error:
+    print(json.dumps({"status": error.code, "body": error.read().decode(errors="replace")}))
+"""
+
+
+def probe(run, url: str, headers: dict | None = None) -> dict:
+    done = run(sys.executable, "-c", PROBE, url, json.dumps(headers or {}))
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def on_this_machine(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(argv), capture_output=True, text=True, timeout=60)
+
+
+def test_outside_the_deployment_the_token_is_needed(local_box, outside):
+    """From another network namespace (another machine, as the box sees it) a request without
+    the token is refused and changes nothing; with the token it gets in. A browser's request
+    from the box's own machine needs the token too, and so does a wrong token."""
+    url = f"http://{outside.host}:{local_box.port}/mcp"
+    refused = probe(outside.run, url)
+    assert refused["status"] == 403 and "token" in refused["body"]
+    assert probe(outside.run, url, {"Authorization": f"token {local_box.token}"})["status"] == 200
+    assert f"{outside.address} let in without a token" not in (local_box.base / "jupyter.log").read_text()
+    here = f"{local_box.url}/mcp"
+    assert probe(on_this_machine, here)["status"] == 200  # the deployment: this machine's loopback
+    assert probe(on_this_machine, here, {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "cors"})["status"] == 403
+    assert probe(on_this_machine, here, {"Authorization": "token wrong"})["status"] == 403
 
 
 async def test_claude_code_mcp_json_connects(local_box):
