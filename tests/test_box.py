@@ -8,7 +8,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -19,6 +18,7 @@ import yaml
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import free_port, netns
+from jupyter_mcp.testing.box import SIBLING, charly_mcp_servers, documented_tools, probe
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,18 +135,6 @@ def test_checks_run_by_hand_against_a_box_url(local_box):
     assert re.search(r"^ok \d+ - .*notebook_list answers", done.stdout, re.M)
 
 
-def charly_mcp_servers(container_name: str) -> list[dict]:
-    """CHARLY_MCP_SERVERS as charly renders it for a sibling of the jupyter box: each of the
-    box's mcp_provide entries with its container's name filled in, and the box it came from."""
-    box = yaml.safe_load((ROOT / "charly.yml").read_text())["jupyter"]["candy"]
-    return [{**{k: str(v).replace("{{.ContainerName}}", container_name) for k, v in entry.items()},
-             "source": "jupyter"} for entry in box["mcp_provide"]]
-
-
-SIBLING = ROOT / "jupyter_mcp" / "testing" / "sibling.py"
-TOOLS = sorted(re.findall(r"^## `(\w+)`", (ROOT / "docs" / "tools.md").read_text(), re.M))
-
-
 def test_a_sibling_connects_from_its_charly_mcp_servers_entry(local_box):
     """A sibling knows only its CHARLY_MCP_SERVERS entry (name, url, transport) and sends no
     header: it lists every tool, runs notebook_list and starts a kernel at the URL without /mcp.
@@ -160,7 +148,7 @@ def test_a_sibling_connects_from_its_charly_mcp_servers_entry(local_box):
                           timeout=120, env={"PATH": os.environ["PATH"], "CHARLY_MCP_SERVERS": json.dumps([entry])})
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
-    assert seen["server"] == "jupyter" and sorted(seen["tools"]) == TOOLS
+    assert seen["server"] == "jupyter" and sorted(seen["tools"]) == documented_tools()
     assert not seen["notebook_list_error"] and "notebooks" in seen["notebook_list"] and seen["kernel_started"]
 
 
@@ -171,27 +159,6 @@ def outside():
         pytest.skip(problem)
     with netns.outside_namespace() as namespace:
         yield namespace
-
-
-PROBE = """
-import json, sys, urllib.request, urllib.error
-url, headers = sys.argv[1], json.loads(sys.argv[2])
-body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
-                   "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}}).encode()
-request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json",
-                                 "Accept": "application/json, text/event-stream", **headers})
-try:
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        print(json.dumps({"status": answer.status, "body": answer.read(300).decode(errors="replace")}))
-except urllib.error.HTTPError as error:
-    print(json.dumps({"status": error.code, "body": error.read().decode(errors="replace")}))
-"""
-
-
-def probe(run, url: str, headers: dict | None = None) -> dict:
-    done = run(sys.executable, "-c", PROBE, url, json.dumps(headers or {}))
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def on_this_machine(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -166,6 +166,16 @@ async def test_a_server_with_auth_off_serves_mcp_without_a_token(live_factory):
                    headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                             "Origin": "http://evil.example"})
     assert r.status_code == 403 and "Origin not allowed" in r.text  # what still keeps browsers out
+    # A client that keeps no cookie (charly's Go client, curl) stays in its own session: with
+    # auth off Jupyter invents a new user per cookie-less request, MCP holds them all as one.
+    accept = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bare", "version": "1"}}}
+    opened = httpx.post(server.mcp_url, json=init, headers=accept)
+    assert opened.status_code == 200 and "set-cookie" in opened.headers  # the cookie is offered, and dropped
+    session = {**accept, "Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+    listed = httpx.post(server.mcp_url, json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, headers=session)
+    assert listed.status_code == 200 and "notebook_list" in listed.text
 
 
 def test_one_user_cannot_use_up_the_sessions(live_factory):
