@@ -70,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", default="podman")
     parser.add_argument("--ctx", help="the folder that stands for /ctx in run steps")
     parser.add_argument("--json", type=Path, help="also write a JSON report here")
+    parser.add_argument("--box", type=Path, default=ROOT / "charly.yml",
+                        help="check: the box's charly file, whose mcp_provide the mcp steps dial (the image label charly reads)")
     parser.add_argument("--volume", action="append", default=[], help="serve: BOXPATH=DIR, a volume on this machine")
     args = parser.parse_args(argv)
     url = urlsplit(args.url)
@@ -86,6 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.action == "serve":
         volumes = dict(v.split("=", 1) for v in args.volume)
         os.execvpe("bash", ["bash", "-c", service_command(files[0], box, volumes)], service_env(files[0], box))
+    box.mcp_provide = _box_candy(args.box).get("mcp_provide") or []
     outcomes = asyncio.run(check(files, box))
     print(tap(outcomes), flush=True)
     if args.json:

@@ -17,6 +17,7 @@ published port as charly's plugin does: a check that passes here passes under ch
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
@@ -283,17 +284,17 @@ async def _mcp_method(url: str, transport: str, method: str, spec: dict[str, Any
         if method == "list-tools":
             return "\n".join(f"{t.name}\t{_first_line(t.description)}" for t in (await client.list_tools()).tools)
         if method == "list-resources":
-            return "\n".join(f"{r.uri}\t{r.name}\t{r.mimeType or ''}" for r in (await client.list_resources()).resources)
+            return "\n".join(f"{r.uri}\t{r.name}\t{r.mime_type or ''}" for r in (await client.list_resources()).resources)
         if method == "list-prompts":
             return "\n".join(f"{p.name}\t{_first_line(p.description)}" for p in (await client.list_prompts()).prompts)
         if method == "read":
             contents = (await client.read_resource(spec["uri"])).contents
             return "\n".join(getattr(c, "text", None) or f"[binary resource {c.uri}: {len(getattr(c, 'blob', ''))} bytes, "
-                             f"mime {c.mimeType}]" for c in contents)
+                             f"mime {c.mime_type}]" for c in contents)
         arguments = json.loads(spec.get("input") or "{}")
         result = await client.call_tool(spec["tool"], arguments)
         out = "\n".join(_block(b) for b in result.content)
-        if result.isError:
+        if result.is_error:
             raise ToolError(out)
         return out
 
@@ -303,7 +304,7 @@ def _block(block: Any) -> str:
     if kind == "text":
         return block.text
     if kind in ("image", "audio"):
-        return f"[{kind} content: {block.mimeType}, {len(block.data)} bytes]"
+        return f"[{kind} content: {block.mime_type}, {len(base64.b64decode(block.data))} bytes]"  # Go decodes it
     return f"[non-text content: {type(block).__name__}]"
 
 
@@ -357,13 +358,6 @@ def load(files: list[Path]) -> list[tuple[Path, Any]]:
     return documents
 
 
-def provided(documents: list[tuple[Path, Any]]) -> list[dict[str, Any]]:
-    """The mcp_provide entries of the box (the image label charly's mcp plugin reads)."""
-    return [entry for _, doc in documents if isinstance(doc, dict)
-            for node in doc.values() if isinstance(node, dict) and isinstance(node.get("candy"), dict)
-            for entry in node["candy"].get("mcp_provide") or []]
-
-
 def runtime_checks(documents: list[tuple[Path, Any]]) -> list[tuple[str, Step]]:
     """The check steps ``charly check live`` runs: those whose context includes runtime."""
     return [(_label(path), step) for path, doc in documents for step in plan_steps(doc, _label(path))
@@ -372,8 +366,6 @@ def runtime_checks(documents: list[tuple[Path, Any]]) -> list[tuple[str, Step]]:
 
 async def check(files: list[Path], box: Box) -> list[Outcome]:
     documents = load(files)
-    if not box.mcp_provide:
-        box.mcp_provide = provided(documents)
     return [await run_step(step, box, source) for source, step in runtime_checks(documents)]
 
 

@@ -31,8 +31,8 @@ async def visit(entry: dict) -> dict:
     with urllib.request.urlopen(request, timeout=60) as answer:
         kernel = json.load(answer)
     urllib.request.urlopen(urllib.request.Request(f"{base}/api/kernels/{kernel['id']}", method="DELETE"), timeout=60)
-    return {"server": init.serverInfo.name, "tools": tools, "notebook_list_error": bool(listed.isError),
-            "notebook_list": listed.structuredContent, "kernel_started": bool(kernel.get("id"))}
+    return {"server": init.server_info.name, "tools": tools, "notebook_list_error": bool(listed.is_error),
+            "notebook_list": listed.structured_content, "kernel_started": bool(kernel.get("id"))}
 
 
 def main() -> None:
