@@ -13,7 +13,7 @@ rm -rf "$out/scripts" "$out/dist" "$out/checks" "$out/candy"
 mkdir -p "$out/dist"
 cp -r "$root/scripts" "$out/scripts"
 mkdir -p "$out/candy" && cp -r "$root/candy/jupyter-mcp" "$out/candy/" && cp "$root/charly.yml" "$out/"
-mkdir -p "$out/checks" && cp "$root/checks/"*.py "$root/checks/"*.yml "$out/checks/"
+mkdir -p "$out/checks" && cp "$root/checks/"*.py "$root/checks/"*.yml "$root/checks/"*.json "$out/checks/"
 "$python" -m pip wheel --disable-pip-version-check -q --no-deps -w "$out/dist" "$root" >/dev/null \
     || die "building the jupyter-mcp wheel failed"
 if [ "${2:-}" = --wheelhouse ]; then
