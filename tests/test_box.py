@@ -19,6 +19,7 @@ import yaml
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import free_port, netns
 from jupyter_mcp.testing.box import SIBLING, charly_mcp_servers, documented_tools, probe
+from jupyter_mcp.testing.hermes import hermes_config, hermes_tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -150,6 +151,22 @@ def test_a_sibling_connects_from_its_charly_mcp_servers_entry(local_box):
     seen = json.loads(done.stdout)
     assert seen["server"] == "jupyter" and sorted(seen["tools"]) == documented_tools()
     assert not seen["notebook_list_error"] and "notebooks" in seen["notebook_list"] and seen["kernel_started"]
+
+
+def test_hermes_finds_every_tool_from_its_charly_mcp_servers_entry(local_box, tmp_path):
+    """The real hermes (hermes-agent from PyPI), configured from CHARLY_MCP_SERVERS as charly's
+    hermes box does it (a name and a URL, no header): `hermes mcp test jupyter` connects and
+    discovers every tool. (Calling one needs hermes's model loop, so the call is proven by the
+    generic sibling above.)"""
+    entry, = charly_mcp_servers("charly-jupyter")
+    entry["url"] = urlunsplit(urlsplit(entry["url"])._replace(netloc=f"127.0.0.1:{local_box.port}"))
+    (tmp_path / "config.yaml").write_text(hermes_config([entry]))
+    done = subprocess.run([str(hermes_tool(ROOT / "build" / "hermes")), "mcp", "test", "jupyter"], capture_output=True,
+                          text=True, timeout=180, env={"PATH": os.environ["PATH"], "HOME": str(tmp_path),
+                                                       "HERMES_HOME": str(tmp_path), "NO_COLOR": "1"})
+    out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
+    assert "Auth: none" in out and f"Tools discovered: {len(documented_tools())}" in out, out
+    assert all(re.search(rf"^\s+{tool}\s", out, re.M) for tool in documented_tools()), out
 
 
 @pytest.fixture(scope="module")
