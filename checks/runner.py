@@ -32,9 +32,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
-from checks.schema import Step, plan_steps, validate
+from checks.schema import VAR_REF, Step, plan_steps, validate
 
-VAR = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)(?::([^}]+))?\}")
 MCP_TIMEOUT = 30.0  # charly's default for an mcp step without `timeout`
 
 
@@ -95,7 +94,7 @@ class Box:
                 missing.append(str(exc))
                 return match.group(0)
 
-        text = VAR.sub(one, value)
+        text = VAR_REF.sub(one, value)
         if missing:
             raise Unresolved(", ".join(missing))
         if self.host != "127.0.0.1":  # the box's ports are published on another address
@@ -122,37 +121,38 @@ class Box:
         return subprocess.run([self.engine, "exec", self.container, "bash", "-c", command], capture_output=True,
                               text=True, timeout=timeout)
 
-    def mcp_endpoint(self, name: str | None) -> tuple[str, str]:
-        """The URL and transport of the box's mcp_provide entry, as charly's mcp plugin dials it:
-        the container name filled in, the box's own entries made local (localhost), and a local
-        address moved to the port published for it."""
+    def local_entries(self) -> list[dict[str, Any]]:
+        """The box's mcp_provide entries as charly's mcp plugin sees them: the container name
+        filled in, then made local (the box's own entries are reached at localhost)."""
         container = self.container or "localhost"
-        entries = [{**e, "url": str(e["url"]).replace("{{.ContainerName}}", container).replace(container, "localhost")}
-                   for e in self.mcp_provide]
+        return [{**e, "url": str(e["url"]).replace("{{.ContainerName}}", container).replace(container, "localhost"),
+                 "transport": e.get("transport") or "http"} for e in self.mcp_provide]
+
+    def mcp_endpoint(self, name: str | None) -> tuple[str, str]:
+        """The URL and transport of the entry a step names (or the only one), its local address
+        moved to the port published for it, as charly's mcp plugin dials it."""
+        entries = self.local_entries()
         if not entries:
             raise CheckFailed("the box declares no mcp_provide")
+        available = ", ".join(e["name"] for e in entries)
         if name:
             picked = [e for e in entries if e["name"] == name]
             if not picked:
-                raise CheckFailed(f"no mcp_provides entry named {name!r} (available: "
-                                  f"{', '.join(e['name'] for e in entries)})")
+                raise CheckFailed(f"no mcp_provides entry named {name!r} (available: {available})")
         elif len(entries) > 1:
-            raise CheckFailed(f"image provides multiple mcp servers; use mcp_name (available: "
-                              f"{', '.join(e['name'] for e in entries)})")
+            raise CheckFailed(f"image provides multiple mcp servers; use mcp_name (available: {available})")
         else:
             picked = entries
         url = urlsplit(picked[0]["url"])
-        if url.hostname in (container, "localhost", "127.0.0.1"):
+        if url.hostname in (self.container, "localhost", "127.0.0.1"):
             if url.port not in self.ports:
                 raise CheckFailed(f"container port {url.port} is not published to a host port")
             url = url._replace(netloc=f"{self.host}:{self.ports[url.port]}")
-        return urlunsplit(url), picked[0].get("transport") or "http"
+        return urlunsplit(url), picked[0]["transport"]
 
     def servers(self) -> str:
         """What charly's ``mcp: servers`` prints: the entries, made local, one per line."""
-        container = self.container or "localhost"
-        return "\n".join(f"{e['name']}\t{str(e['url']).replace('{{.ContainerName}}', container).replace(container, 'localhost')}"
-                         f"\t{e.get('transport') or 'http'}" for e in self.mcp_provide)
+        return "\n".join(f"{e['name']}\t{e['url']}\t{e['transport']}" for e in self.local_entries())
 
 
 class CheckFailed(Exception):
@@ -195,10 +195,9 @@ def _match_one(kind: str, text: str, expected: Any) -> tuple[bool, str]:
         return False, wanted + " (not a number)"
 
 
-async def run_verb(step: Step, box: Box, timeout: float) -> tuple[int, str, str]:
-    """One attempt of a step's verb: its exit status, stdout and stderr, as charly's verb gives them."""
-    spec = box.substitute(step.input)
-    verb = step.verb
+async def run_verb(verb: str | None, spec: dict[str, Any], box: Box, timeout: float) -> tuple[int, str, str]:
+    """One attempt of a verb on its input (variables substituted): its exit status, stdout and
+    stderr, as charly's verb gives them."""
     if verb == "command":
         in_box = spec.get("in_container", True) and not spec.get("from_host", False)
         done = await asyncio.to_thread(box.shell, spec["command"], timeout, in_box)
@@ -331,7 +330,7 @@ async def run_step(step: Step, box: Box, source: str) -> Outcome:
     if step.verb in ("command", "file") and box.container is None and box.home is None:
         return Outcome(step.prose, source, "skip", "needs the box's shell (--home or --container)", 0.0)
     try:
-        box.substitute(step.input)
+        spec = box.substitute(step.input)
     except Unresolved as exc:
         return Outcome(step.prose, source, "skip", f"unresolved variables: {exc}", 0.0)
     timeout = duration(step.op.get("timeout"), MCP_TIMEOUT)
@@ -340,7 +339,7 @@ async def run_step(step: Step, box: Box, source: str) -> Outcome:
     started = time.monotonic()
     while True:
         try:
-            detail = verdict(step, *await run_verb(step, box, timeout))
+            detail = verdict(step, *await run_verb(step.verb, spec, box, timeout))
             return Outcome(step.prose, source, "ok", detail, time.monotonic() - started)
         except Exception as exc:  # any failure of an attempt: retried while `eventually` allows
             if time.monotonic() - started + interval > patience:
