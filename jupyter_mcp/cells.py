@@ -92,8 +92,49 @@ def cell_view(ycell: Map | dict[str, Any], index: int) -> dict[str, Any]:
         count = cell.get("execution_count")
         view["execution_count"] = int(count) if count is not None else None
         view["outputs"] = list(cell.get("outputs") or [])
+    attachments = cell.get("attachments")
+    if isinstance(attachments, dict) and attachments:
+        view["attachments"] = {str(name): sorted(str(m) for m in bundle) if isinstance(bundle, dict) else []
+                               for name, bundle in attachments.items()}
     view["metadata"] = dict(cell.get("metadata") or {})
     return view
+
+
+OUTLINE_LINE_CHARS = 120
+
+
+def outline_view(cell: dict[str, Any], index: int) -> dict[str, Any]:
+    """A cell as an outline read shows it: id, type, first line, sizes (``cell`` as ``snapshot``
+    gives it)."""
+    cell = cell if isinstance(cell, dict) else {}
+    source = cell.get("source", "")
+    source = "".join(map(str, source)) if isinstance(source, list) else str(source)
+    first = next((line for line in source.splitlines() if line.strip()), "")
+    view: dict[str, Any] = {
+        "id": str(cell["id"]) if cell.get("id") is not None else None,
+        "index": index,
+        "cell_type": str(cell.get("cell_type", "code")),
+        "first_line": first if len(first) <= OUTLINE_LINE_CHARS else first[:OUTLINE_LINE_CHARS - 1] + "…",
+        "line_count": len(source.splitlines()),
+    }
+    if view["cell_type"] == "code":
+        count = cell.get("execution_count")
+        outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        view["execution_count"] = int(count) if count is not None else None
+        view["output_count"] = len(outputs)
+        view["output_chars"] = sum(_chars(o) for o in outputs)
+    return view
+
+
+def _chars(value: Any) -> int:
+    """The characters of text a stored value holds (its strings, however nested)."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(_chars(v) for k, v in value.items() if k != "metadata")
+    if isinstance(value, list):
+        return sum(_chars(v) for v in value)
+    return 0
 
 
 _snapshots: weakref.WeakKeyDictionary[Any, tuple[bytes, list[dict[str, Any]]]] = weakref.WeakKeyDictionary()

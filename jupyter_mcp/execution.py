@@ -51,7 +51,8 @@ class ClientStream:
         if not text:
             return
         self.sent += 1
-        text = outputs.truncate(text, outputs.DEFAULT_MAX_CHARS)
+        text = outputs.truncate(text, outputs.DEFAULT_MAX_CHARS, "a streamed output is cut here; the final answer "
+                                                                  "shows up to max_output_chars")
         try:
             if self.has_token:
                 await self.ctx.report_progress(self.sent, None, text)
@@ -159,9 +160,14 @@ class CellRun:
         return at
 
 
-def answer(execution: Execution, extra: dict[str, Any], max_chars: int) -> ToolResult:
-    """The agent's view of an execution: readable content blocks plus structured data."""
-    content = outputs.to_content(execution.outputs, max_chars)
+def answer(execution: Execution, extra: dict[str, Any], max_chars: int,
+           rest: str | None = outputs.IN_THE_NOTEBOOK) -> ToolResult:
+    """The agent's view of an execution: readable content blocks plus structured data.
+
+    A run that did not end "ok" (the code raised, timed out, was interrupted or aborted) is
+    a failed call (``isError``), its outputs and the error still in the answer: as a task
+    it ends failed, the answer kept as the error's partial result."""
+    content = outputs.to_content(execution.outputs, max_chars, rest)
     if execution.message:
         content.append(TextContent(type="text", text=f"[{execution.message}]"))
     if not content:
@@ -170,11 +176,11 @@ def answer(execution: Execution, extra: dict[str, Any], max_chars: int) -> ToolR
         **extra,
         "status": execution.status,
         "execution_count": execution.execution_count,
-        "outputs": outputs.summarize(execution.outputs, max_chars),
+        "outputs": outputs.summarize(execution.outputs, max_chars, rest=rest),
     }
     if execution.message:
         structured["message"] = execution.message
-    return ToolResult(content=content, structured_content=structured)
+    return ToolResult(content=content, structured_content=structured, is_error=execution.status != "ok")
 
 
 class _PartialOutputs:
@@ -284,4 +290,4 @@ async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float
         raise NotebookError("code is empty: pass the code to run")
     on_output = (lambda event, so_far: client.send(event)) if client is not None else None
     execution = await (await _stoppable(lambda stop: _run(kernels, nb, code, timeout, on_output, stop)))
-    return answer(execution, {"path": nb.path}, max_chars)
+    return answer(execution, {"path": nb.path}, max_chars, rest=None)  # scratch code: nothing else keeps its outputs

@@ -8,10 +8,12 @@ changes, files, kernels and execution. The tools (``tools.py``) are their declar
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from fastmcp import Context
 from fastmcp.tools.base import ToolResult
+from mcp_types import TextContent
 
 from . import cells, changes, execution, files, outputs, permissions, presence
 from .activity import Activity
@@ -65,7 +67,7 @@ class Notebooks:
     # -- reading -----------------------------------------------------------------------
 
     async def get(self, path: str, agent: Agent, include_outputs: bool, max_output_chars: int, start: int = 0,
-                  max_cells: int | None = None) -> dict[str, Any]:
+                  max_cells: int | None = None, max_image_bytes: int = 0, outline: bool = False) -> ToolResult:
         """The notebook, ``max_cells`` cells from ``start`` at most: an answer built and sent in one
         piece holds the event loop for as long as it takes (20,000 cells: seconds)."""
         nb = await self.open(path, agent)
@@ -73,16 +75,22 @@ class Notebooks:
         if start and start >= len(every):
             raise NotebookError(f"start_index {start} is past the last cell: the notebook has {len(every)} cells")
         stop = len(every) if max_cells is None else min(len(every), start + max_cells)
-        views = [_agent_cell(cells.cell_view(every[i], i), include_outputs, max_output_chars)
-                 for i in range(start, stop)]
-        return {"path": nb.path, "room_id": nb.room_id, "cell_count": len(every), "metadata": nb.metadata(),
-                "start_index": start, "next_index": stop if stop < len(every) else None, "cells": views}
+        images = outputs.Images(max_image_bytes or None)
+        if outline:
+            views = [cells.outline_view(every[i], i) for i in range(start, stop)]
+        else:
+            views = [_agent_cell(cells.cell_view(every[i], i), include_outputs, max_output_chars, images)
+                     for i in range(start, stop)]
+        return read_answer({"path": nb.path, "room_id": nb.room_id, "cell_count": len(every),
+                            "metadata": nb.metadata(), "start_index": start,
+                            "next_index": stop if stop < len(every) else None, "cells": views}, images)
 
     async def cell(self, path: str, agent: Agent, cell_id: str | None, index: int | None,
-                   max_output_chars: int) -> dict[str, Any]:
+                   max_output_chars: int, max_image_bytes: int = 0) -> ToolResult:
         nb = await self.open(path, agent)
         i = cells.locate(nb.doc, cell_id, index)
-        return _agent_cell(cells.cell_view(nb.doc.ycells[i], i), True, max_output_chars)
+        images = outputs.Images(max_image_bytes or None)
+        return read_answer(_agent_cell(cells.cell_view(nb.doc.ycells[i], i), True, max_output_chars, images), images)
 
     async def watch(self, path: str, agent: Agent, timeout: float) -> dict[str, Any]:
         nb = await self.open(path, agent)
@@ -169,12 +177,20 @@ class Notebooks:
             await agent.permissions.require(permissions.START_SESSION, "starting the notebook's kernel (a new session)")
 
 
-def _agent_cell(view: dict[str, Any], include_outputs: bool, max_chars: int) -> dict[str, Any]:
-    """A cell view as an agent reads it: outputs summarised, or left out."""
+def _agent_cell(view: dict[str, Any], include_outputs: bool, max_chars: int,
+                images: outputs.Images | None = None) -> dict[str, Any]:
+    """A cell view as an agent reads it: outputs summarised (their images attached to ``images``),
+    or left out."""
     if "outputs" in view:
         if include_outputs:
-            view["outputs"] = outputs.summarize(view["outputs"], max_chars)
+            view["outputs"] = outputs.summarize(view["outputs"], max_chars, images)
         else:
             del view["outputs"]
     return view
+
+
+def read_answer(structured: dict[str, Any], images: outputs.Images) -> ToolResult:
+    """A read's answer: its data as JSON text and structured content, then the images it attached."""
+    text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"), default=str)
+    return ToolResult(content=[TextContent(type="text", text=text), *images.blocks], structured_content=structured)
 

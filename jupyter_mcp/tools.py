@@ -8,7 +8,7 @@ collaborators arrive injected: the operations (``Notebooks``) and the agent maki
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastmcp import Context
 from fastmcp.dependencies import Depends
@@ -19,6 +19,7 @@ from pydantic import Field, TypeAdapter
 
 from . import outputs, permissions, views
 from .cells import CellType
+from .errors import NotebookError
 from .identity import Agent, calling_agent
 from .notebooks import Notebooks
 
@@ -62,6 +63,9 @@ CellId = Annotated[str | None, Field(description="The cell's id (stable; preferr
 Index = Annotated[int | None, Field(description="The cell's 0-based position, if no cell_id is given.")]
 MaxChars = Annotated[int, Field(description="Longest text shown per output; longer ones are cut with a note.", ge=0)]
 MAX_CELLS = 1000  # the most cells one notebook_get answers: one answer stays small enough to send at once
+MAX_OUTLINE_CELLS = 5000  # the same, in outline mode (a cell is ~100 bytes there)
+MaxImageBytes = Annotated[int, Field(description="Attach stored images as image content, up to this many bytes "
+                                                 "in all (0: attach none, only name them).", ge=0)]
 Timeout = Annotated[float, Field(description="Seconds before the kernel is interrupted.", gt=0, le=86400)]
 Stream = Annotated[bool, Field(description="Also send each output to you as it arrives (progress "
                                            "notifications if you gave a progress token, log messages otherwise).")]
@@ -107,29 +111,44 @@ async def notebook_create(
     return await nbs.create(path, kernel_name, cells)
 
 
-@tool(READ_ONLY, permissions.READ)
+@tool(READ_ONLY, permissions.READ, output=views.Notebook)
 async def notebook_get(
     path: Path,
     include_outputs: Annotated[bool, Field(description="Include each code cell's outputs.")] = True,
     max_output_chars: MaxChars = 2000,
     start_index: Annotated[int, Field(description="The first cell to return (0-based).", ge=0)] = 0,
-    max_cells: Annotated[int, Field(description=f"At most this many cells (max {MAX_CELLS}).", ge=1,
-                                    le=MAX_CELLS)] = MAX_CELLS,
+    max_cells: Annotated[int, Field(description=f"At most this many cells (max {MAX_CELLS}; "
+                                                f"{MAX_OUTLINE_CELLS} in outline mode).", ge=1,
+                                    le=MAX_OUTLINE_CELLS)] = MAX_CELLS,
+    mode: Annotated[Literal["full", "outline"], Field(
+        description="'full': every cell whole; 'outline': ids, types, first lines and output sizes only "
+                    "(cheap, for finding your way in a large notebook).")] = "full",
+    max_image_bytes: MaxImageBytes = outputs.DEFAULT_MAX_IMAGE_BYTES,
     nbs: Notebooks = NOTEBOOKS,
     agent: Agent = AGENT,
-) -> views.Notebook:
+) -> ToolResult:
     """Read a notebook from its live collaborative document (what JupyterLab shows now,
     including unsaved edits by people and agents).
 
     Returns {"path", "room_id", "cell_count", "metadata", "start_index", "next_index",
     "cells": [{"id", "index", "cell_type", "source", "execution_count", "outputs",
-    "metadata"}]}. At most `max_cells` cells (1000) from `start_index`: `cell_count` is the
-    whole notebook's, and `next_index` is the start_index that reads on (null: this answer
-    ends at the last cell). Outputs are summarised for reading (text, error
-    name/value/traceback, mime types of rich data) and long texts are cut; the document
-    itself is never changed.
+    "attachments", "metadata"}]}. At most `max_cells` cells (1000) from `start_index`:
+    `cell_count` is the whole notebook's, and `next_index` is the start_index that reads
+    on (null: this answer ends at the last cell). Outputs are summarised for reading:
+    text, error name/value/traceback, rich output (HTML as text, markdown, LaTeX, JSON)
+    where there is no plain text, and the mime types each carries; long texts are cut.
+    Stored images (PNG, JPEG, GIF, WebP) are attached as image content after the JSON,
+    up to `max_image_bytes` in all, each output's text naming its image ("image 2
+    attached") or saying why it is not. A markdown cell's `attachments` names its
+    attached files. In outline mode each cell is {"id", "index", "cell_type",
+    "first_line", "line_count", "execution_count", "output_count", "output_chars"}
+    (up to 5000 cells a call). The document itself is never changed.
     """
-    return await nbs.get(path, agent, include_outputs, max_output_chars, start_index, max_cells)
+    if mode == "full" and max_cells > MAX_CELLS:
+        raise NotebookError(f"max_cells is at most {MAX_CELLS} in full mode ({MAX_OUTLINE_CELLS} in outline mode); "
+                            f"got {max_cells}")
+    return await nbs.get(path, agent, include_outputs, max_output_chars, start_index, max_cells, max_image_bytes,
+                         outline=mode == "outline")
 
 
 @tool(READ_ONLY, permissions.READ)
@@ -162,18 +181,19 @@ async def notebook_list_users(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.U
     return nbs.users(path)
 
 
-@tool(READ_ONLY, permissions.READ)
+@tool(READ_ONLY, permissions.READ, output=views.Cell)
 async def cell_get(
     path: Path, cell_id: CellId = None, index: Index = None, max_output_chars: MaxChars = 20000,
+    max_image_bytes: MaxImageBytes = outputs.DEFAULT_MAX_IMAGE_BYTES,
     nbs: Notebooks = NOTEBOOKS, agent: Agent = AGENT,
-) -> views.Cell:
+) -> ToolResult:
     """Read one cell from the live document.
 
     Returns {"id", "index", "cell_type", "source", "execution_count", "outputs",
-    "metadata"}, outputs summarised for reading as in notebook_get. An unknown
-    cell_id or an out-of-range index is an error.
+    "attachments", "metadata"}, outputs summarised for reading and images attached as
+    in notebook_get. An unknown cell_id or an out-of-range index is an error.
     """
-    return await nbs.cell(path, agent, cell_id, index, max_output_chars)
+    return await nbs.cell(path, agent, cell_id, index, max_output_chars, max_image_bytes)
 
 
 @tool(EDIT, permissions.EDIT)

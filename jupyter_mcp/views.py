@@ -53,7 +53,21 @@ class Cell(TypedDict):
     source: str
     execution_count: NotRequired[int | None]  # code cells
     outputs: NotRequired[list[Output]]  # code cells, unless left out
+    attachments: NotRequired[dict[str, list[str]]]  # markdown/raw cells: file name -> its mime types
     metadata: dict[str, Any]
+
+
+class OutlineCell(TypedDict):
+    """A cell in an outline read: enough to find it, not its whole text."""
+
+    id: str | None
+    index: int
+    cell_type: CellType
+    first_line: str  # cut to 120 characters
+    line_count: int
+    execution_count: NotRequired[int | None]  # code cells
+    output_count: NotRequired[int]  # code cells
+    output_chars: NotRequired[int]  # code cells: the characters their outputs hold (text, base64 images)
 
 
 class Notebook(TypedDict):
@@ -63,7 +77,7 @@ class Notebook(TypedDict):
     metadata: dict[str, Any]
     start_index: int  # the index of the first cell in ``cells``
     next_index: int | None  # where the next page starts; None: ``cells`` ends at the last cell
-    cells: list[Cell]
+    cells: list[Cell] | list[OutlineCell]
 
 
 class Change(TypedDict):

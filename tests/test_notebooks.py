@@ -190,10 +190,13 @@ async def test_large_outputs_summarised_not_altered(live):
                                                                             "text/plain": "<Figure>"})])])
     nbformat.write(nb, live.root / name)
     async with connect(live.mcp_url, live.token) as mcp:
-        got = await call(mcp, "notebook_get", path=name, max_output_chars=100)
-        out = got["cells"][0]["outputs"]
+        raw = await mcp.call_tool("notebook_get", {"path": name, "max_output_chars": 100})
+        out = raw.structured_content["cells"][0]["outputs"]
         assert len(out[0]["text"]) < 300 and "more characters not shown" in out[0]["text"]
-        assert out[1]["mime_types"] == ["image/png", "text/plain"] and out[1]["text"] == "<Figure>"
+        # the stored figure is attached as it is stored, and its output names it
+        assert out[1]["mime_types"] == ["image/png", "text/plain"]
+        assert out[1]["text"] == "[image/png, 8 bytes: image 1 attached to this answer]"
+        assert [(c.type, getattr(c, "data", None)) for c in raw.content[1:]] == [("image", "iVBORw0KGgo=")]
         full = await call(mcp, "cell_get", path=name, index=0, max_output_chars=0)
         assert full["outputs"][0]["text"] == long_text  # the document still has all of it
 

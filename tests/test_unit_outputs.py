@@ -20,7 +20,48 @@ def test_summaries_name_what_they_leave_out():
     assert summary[1] == {"output_type": "error", "ename": "ValueError", "evalue": "bad",
                           "text": "Traceback\nValueError: bad"}
     assert summary[2] == {"output_type": "display_data", "mime_types": ["image/png"], "text": "[image/png]"}
-    assert summary[3]["text"] == "<HTML>" and summary[3]["mime_types"] == ["text/html", "text/plain"]
+    # "<HTML>" only names the object: its HTML, as text, says what it is
+    assert summary[3]["text"] == "bold" and summary[3]["mime_types"] == ["text/html", "text/plain"]
+
+
+def test_rich_outputs_read_as_their_best_text():
+    def text(data):
+        return outputs.summarize([{"output_type": "display_data", "data": data, "metadata": {}}], 0)[0]["text"]
+
+    html = ("<style>td {color: red}</style><div><h3>Scores</h3><table><tr><th>name</th><th>score</th></tr>"
+            "<tr><td>ada</td><td>9 &amp; 10</td></tr></table><script>alert(1)</script></div>")
+    assert text({"text/html": html, "text/plain": "<IPython.core.display.HTML object>"}) == \
+        "Scores\nname\tscore\nada\t9 & 10"
+    assert text({"text/markdown": "# Title\n*it*", "text/plain": "<IPython.core.display.Markdown object>"}) == \
+        "# Title\n*it*"
+    assert text({"text/latex": "$x^2$", "text/plain": "<IPython.core.display.Latex object>"}) == "$x^2$"
+    assert text({"application/json": {"a": 1}, "text/plain": "<IPython.core.display.JSON object>"}) == \
+        '{\n "a": 1\n}'
+    # a real text form wins over the rich ones: a DataFrame reads as its text table
+    assert text({"text/html": "<table><tr><td>1</td></tr></table>", "text/plain": "   a\n0  1"}) == "   a\n0  1"
+    assert text({"text/html": "<b>only html</b>"}) == "only html"
+
+
+def test_read_images_are_attached_within_a_budget_and_named():
+    figure = {"output_type": "display_data", "metadata": {},
+              "data": {"image/png": PNG, "text/plain": "<Figure size 640x480 with 1 Axes>"}}
+    big = {"output_type": "display_data", "metadata": {}, "data": {"image/png": "A" * 4000}}
+    images = outputs.Images(max_bytes=2000)
+    summary = outputs.summarize([figure, big, figure], 100, images)
+    assert [b.data for b in images.blocks] == [PNG, PNG] and images.blocks[0].mime_type == "image/png"
+    assert summary[0]["text"] == "[image/png, 70 bytes: image 1 attached to this answer]"
+    assert summary[1]["text"].startswith("[image/png, 3,000 bytes: not attached, over this answer's image budget")
+    assert summary[2]["text"] == "[image/png, 70 bytes: image 2 attached to this answer]"
+    left_out = outputs.Images(None)
+    assert outputs.summarize([figure], 100, left_out)[0]["text"] == "[image/png, 70 bytes: not attached]"
+    assert left_out.blocks == []
+
+
+def test_a_cut_says_where_the_rest_is():
+    long = [{"output_type": "stream", "name": "stdout", "text": "y" * 30}]
+    assert outputs.summarize(long, 10)[0]["text"].endswith("20 more characters not shown; the notebook has them all]")
+    scratch = outputs.to_content(long, 10, rest=None)[0].text
+    assert scratch.endswith("not shown; raise max_output_chars to see more]") and "notebook" not in scratch
 
 
 def test_long_texts_are_cut_with_a_note():

@@ -218,7 +218,10 @@ class TaskManager:
             if run.own_error is not None:
                 final = await self._write_final(
                     run, status=FAILED, status_message=run.own_error,
-                    error={"message": run.own_error, "partial": self._keepable(run.partial_result(FAILED))},
+                    # the tool's own answer (an error cell's outputs and traceback) is the result;
+                    # a tool that raised leaves its output so far
+                    error={"message": run.own_error,
+                           "partial": None if run.own_result else self._keepable(run.partial_result(FAILED))},
                     partial=None, result=run.own_result)
             else:
                 final = await self._write_final(run, status=COMPLETED, result=run.own_result, partial=None)
@@ -338,7 +341,7 @@ class TaskManager:
         if record.status == FAILED:
             error = record.error or {"message": record.status_message or "the task failed"}
             raise TaskError(INTERNAL_ERROR, f"task failed: {error.get('message')}",
-                            {"taskId": record.task_id, "partial": error.get("partial")})
+                            {"taskId": record.task_id, "partial": error.get("partial") or record.result})
         if record.result is None:
             raise TaskError(INVALID_PARAMS, f"task {record.task_id!r} was cancelled before it produced any output; "
                                             "there is no result")
@@ -419,8 +422,11 @@ async def _notify(notify: Notify, record: TaskRecord) -> None:
         log.debug("task status notification for %s not delivered", record.task_id, exc_info=True)
 
 
-def _text_of(result: dict[str, Any]) -> str:
-    return "\n".join(c.get("text", "") for c in result.get("content") or [] if c.get("type") == "text").strip()
+def _text_of(result: dict[str, Any], limit: int = 2000) -> str:
+    """A result's text, as a task's status message: its end when long (where a traceback says what
+    went wrong)."""
+    text = "\n".join(c.get("text", "") for c in result.get("content") or [] if c.get("type") == "text").strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
 
 
 def _encode_cursor(record: TaskRecord) -> str:
