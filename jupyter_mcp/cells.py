@@ -403,6 +403,87 @@ def delete(ynb: Any, index: int) -> dict[str, Any]:
     return gone
 
 
+def move(ynb: Any, index: int, to: int) -> None:
+    """Move the cell at ``index`` so that it is at ``to``, as JupyterLab does: deleted and a copy
+    (same id, source, outputs, metadata) inserted, in one transaction every client decodes."""
+    count = len(ynb.ycells)
+    if isinstance(to, bool) or not isinstance(to, int) or not 0 <= to < count:
+        raise NotebookError(f"to_index {to!r} is out of range: use 0..{count - 1} (the cell's index after the move)")
+    if to == index:
+        return
+    cached = _cached(ynb)[1]
+    cell = json.loads(str(ynb.ycells[index]))
+    state = cell.get("execution_state")
+    with ynb.ydoc.transaction():
+        del ynb.ycells[index]
+        ynb.ycells.insert(to, ynb.create_ycell(cell))
+        if cell.get("cell_type") == "code" and state not in (None, "idle"):
+            ynb.ycells[to]["execution_state"] = state  # a running cell still shows [*]
+    if cached is not None:
+        moved = list(cached)
+        moved.insert(to, moved.pop(index))
+        _keep(ynb, _version(ynb.ydoc), moved)
+
+
+def edit(ynb: Any, index: int, old: str, new: str, replace_all: bool = False) -> int:
+    """Replace ``old`` by ``new`` in the cell's source, editing only those spans of its Text (a
+    person typing elsewhere in the cell keeps their text and cursor); how many were replaced.
+    ``old`` must occur exactly once, or ``replace_all`` be given."""
+    if not isinstance(old, str) or not old:
+        raise NotebookError("old must be the exact, non-empty text to replace (copy it from cell_get)")
+    check_source(new)
+    ycell = ynb.ycells[index]
+    source = str(ycell.get("source", ""))
+    found = source.count(old)
+    if not found:
+        raise NotebookError(f"old text not found in cell {index}'s source ({len(source):,} characters); it must "
+                            "match exactly, whitespace and line breaks included: read the cell again with cell_get")
+    if found > 1 and not replace_all:
+        raise NotebookError(f"old text occurs {found} times in cell {index}'s source; include more of the "
+                            "surrounding text so it occurs once, or pass replace_all=true to replace every one")
+    check_source(source.replace(old, new))
+    text = ycell.get("source")
+    if not isinstance(text, Text):  # a legacy cell with a plain string source: made a Text, whole
+        set_source(ynb, index, source.replace(old, new))
+        return found
+    cached = _cached(ynb)[1]
+    spans, byte, last = [], 0, 0  # the byte offset of each occurrence (pycrdt indexes UTF-8 bytes)
+    at = source.find(old)
+    while at >= 0:
+        byte += len(source[last:at].encode("utf-8"))
+        spans.append(byte)
+        last = at
+        at = source.find(old, at + len(old))
+    old_bytes, new_text = len(old.encode("utf-8")), new
+    with ynb.ydoc.transaction():
+        for start in reversed(spans):  # from the end: earlier offsets stay valid
+            del text[start:start + old_bytes]
+            if new_text:
+                text.insert(start, new_text)
+    _patched(ynb, cached, index, "update")
+    return found
+
+
+def clear_outputs(ynb: Any, index: int) -> bool:
+    """Clear a code cell's outputs and count, as JupyterLab's "Clear Outputs" does; whether
+    there was anything to clear (any other cell has none: nothing to do)."""
+    ycell = ynb.ycells[index]
+    if not is_code(ynb, index):
+        return False
+    outputs = ycell.get("outputs")
+    if not (isinstance(outputs, Array) and len(outputs)) and ycell.get("execution_count") is None:
+        return False
+    cached = _cached(ynb)[1]
+    with ynb.ydoc.transaction():
+        if isinstance(outputs, Array):
+            outputs.clear()
+        else:
+            ycell["outputs"] = Array()
+        ycell["execution_count"] = None
+    _patched(ynb, cached, index, "update")
+    return True
+
+
 # --- outputs of a running cell, written as they arrive --------------------------------
 
 
@@ -456,12 +537,18 @@ def apply_output_event(ynb: Any, index: int, event: dict[str, Any]) -> None:
         elif kind == "output":
             youtputs.append(_youtput(event["output"]))
         elif kind == "stream":
-            text = youtputs[event["index"]]["text"]
+            at = event["index"]
+            if not (at < len(youtputs) and youtputs[at].get("output_type") == "stream"):
+                # someone cleared the outputs meanwhile: the text goes on in a stream of its own
+                youtputs.append(_youtput({"output_type": "stream", "name": event.get("name", "stdout"),
+                                          "text": event["text"]}))
+                return
+            text = youtputs[at]["text"]
             if isinstance(text, Text):
                 text += event["text"]  # on the local: `youtputs[i]["text"] += s` would lose it
             else:
-                youtputs[event["index"]]["text"] = Text(str(text) + event["text"])
-        elif kind == "update":
+                youtputs[at]["text"] = Text(str(text) + event["text"])
+        elif kind == "update" and event["index"] < len(youtputs):
             target = youtputs[event["index"]]
             target["data"] = event["output"].get("data", {})
             target["metadata"] = event["output"].get("metadata", {})

@@ -15,7 +15,7 @@ from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from . import cells, changes, execution, files, outputs, permissions, presence
+from . import cells, changes, execution, files, moves, outputs, permissions, presence
 from .activity import Activity
 from .cells import CellType
 from .errors import NotebookError
@@ -146,6 +146,42 @@ class Notebooks:
         new_id = cells.insert(nb.doc, position, cell_type, source)
         await self.edited(nb)
         return {"id": new_id, "index": position, "cell_count": len(nb.doc.ycells)}
+
+    async def edit(self, path: str, agent: Agent, old: str, new: str, replace_all: bool, cell_id: str | None,
+                   index: int | None) -> dict[str, Any]:
+        nb = await self.open_for_edit(path, agent)
+        i = cells.locate(nb.doc, cell_id, index)
+        replaced = cells.edit(nb.doc, i, old, new, replace_all)
+        await self.edited(nb)
+        return {**cells.brief(nb.doc.ycells[i], i), "replacements": replaced}
+
+    async def move(self, path: str, agent: Agent, cell_id: str | None, index: int | None,
+                   to_index: int) -> dict[str, Any]:
+        nb = await self.open_for_edit(path, agent)
+        i = cells.locate(nb.doc, cell_id, index)
+        moves.move(nb.room, nb.doc, i, to_index)
+        await self.edited(nb)
+        return {"id": cells.id_of(nb.doc.ycells[to_index]), "index": to_index, "from_index": i,
+                "cell_count": len(nb.doc.ycells)}
+
+    async def clear_outputs(self, path: str, agent: Agent, cell_id: str | None, index: int | None,
+                            all_cells: bool) -> dict[str, Any]:
+        if all_cells and (cell_id is not None or index is not None):
+            raise NotebookError("give cell_id or index to clear one cell, or all_cells=true, not both")
+        nb = await self.open_for_edit(path, agent)
+        targets = range(len(nb.doc.ycells)) if all_cells else [cells.locate(nb.doc, cell_id, index)]
+        cleared, running = [], []
+        for i in targets:
+            ycell = nb.doc.ycells[i]
+            if ycell.get("execution_state") == "running" and cells.is_code(nb.doc, i):
+                if not all_cells:
+                    raise NotebookError(f"cell {i} is running: its run is writing its outputs; interrupt it "
+                                        "(or wait for it) first")
+                running.append(cells.id_of(ycell))
+            elif cells.clear_outputs(nb.doc, i):
+                cleared.append(cells.id_of(ycell))
+        await self.edited(nb)
+        return {"path": nb.path, "cleared": cleared, "running": running}
 
     async def delete(self, path: str, agent: Agent, cell_id: str | None, index: int | None) -> dict[str, Any]:
         nb = await self.open_for_edit(path, agent)

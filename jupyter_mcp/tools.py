@@ -236,6 +236,70 @@ async def cell_insert(
     return await nbs.insert(path, agent, source, cell_type, index, after_cell_id)
 
 
+@tool(EDIT, permissions.EDIT)
+async def cell_edit(
+    path: Path,
+    old: Annotated[str, Field(description="The exact text to replace, as it is in the cell's source now "
+                                          "(whitespace and line breaks included).")],
+    new: Annotated[str, Field(description="The text to put in its place ('' deletes it).")],
+    cell_id: CellId = None,
+    index: Index = None,
+    replace_all: Annotated[bool, Field(description="Replace every occurrence, not just the only one.")] = False,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> views.EditedCell:
+    """Patch one cell's source in the live document: replace the exact text `old` with `new`.
+
+    Only the replaced text changes in the collaborative document: a person typing
+    elsewhere in the same cell keeps their text and cursor (cell_update, which sends the
+    whole source, would rewrite what lies between the first and last change). `old`
+    must occur exactly once, unless replace_all is true. Returns {"id", "index",
+    "cell_type", "source", "replacements"}. `old` absent or ambiguous: an error that says
+    so, and nothing is changed.
+    """
+    return await nbs.edit(path, agent, old, new, replace_all, cell_id, index)
+
+
+@tool(EDIT, permissions.EDIT)
+async def cell_move(
+    path: Path,
+    to_index: Annotated[int, Field(description="The cell's position after the move (0 = first; the last is "
+                                               "cell_count - 1).")],
+    cell_id: CellId = None,
+    index: Index = None,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> views.MovedCell:
+    """Move one cell to another position in the live document, as JupyterLab moves it.
+
+    The cell keeps its id, source, outputs and metadata; a running cell goes on running
+    and its outputs follow it. Something a person did to the cell just before the move
+    reached them (typing in it, deleting or moving it) is not lost: their text is carried
+    into the moved cell, and their delete or move wins. Returns {"id", "index",
+    "from_index", "cell_count"}.
+    """
+    return await nbs.move(path, agent, cell_id, index, to_index)
+
+
+@tool(DELETE, permissions.EDIT)
+async def cell_clear_outputs(
+    path: Path,
+    cell_id: CellId = None,
+    index: Index = None,
+    all_cells: Annotated[bool, Field(description="Clear every code cell of the notebook instead of one.")] = False,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> views.ClearedOutputs:
+    """Clear the outputs and execution count of one code cell, or of every one with
+    all_cells=true, in the live document (as JupyterLab's Clear Outputs does).
+
+    Returns {"path", "cleared": [ids of cells that had something to clear], "running":
+    [ids left as they are]}. A running cell is not cleared (its run is writing its
+    outputs): naming one is an error; all_cells lists it under "running".
+    """
+    return await nbs.clear_outputs(path, agent, cell_id, index, all_cells)
+
+
 @tool(DELETE, permissions.EDIT)
 async def cell_delete(
     path: Path, cell_id: CellId = None, index: Index = None, nbs: Notebooks = NOTEBOOKS, agent: Agent = AGENT,

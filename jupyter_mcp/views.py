@@ -127,6 +127,23 @@ class InsertedCell(TypedDict):
     cell_count: int
 
 
+class EditedCell(CellBrief):
+    replacements: int  # how many times the old text was replaced
+
+
+class MovedCell(TypedDict):
+    id: str | None
+    index: int  # where it is now
+    from_index: int
+    cell_count: int
+
+
+class ClearedOutputs(TypedDict):
+    path: str
+    cleared: list[str | None]  # the ids of the cells whose outputs were cleared
+    running: list[str | None]  # left as they are: running cells (their run is writing outputs)
+
+
 class DeletedCell(TypedDict):
     deleted: CellBrief
     cell_count: int
