@@ -56,6 +56,10 @@ async def test_every_tool_answers_what_its_output_schema_says(mcp_url, jp_token,
             for cell_id in ids[:3]:
                 await call("cell_get", path=nb, cell_id=cell_id)
             await call("cell_update", path=nb, cell_id=ids[4], source="x = 2", cell_type="code")
+            await call("cell_edit", path=nb, cell_id=ids[4], old="2", new="3")
+            await call("cell_move", path=nb, cell_id=ids[2], to_index=0)
+            await call("cell_clear_outputs", path=nb, cell_id=ids[0])
+            await call("cell_clear_outputs", path=nb, all_cells=True)
             inserted = await call("cell_insert", path=nb, source="print('new')", after_cell_id=ids[4])
             watcher = asyncio.ensure_future(call("notebook_watch", path=nb, timeout=30))
             await asyncio.sleep(0.5)
