@@ -15,9 +15,10 @@ is merged into the moved copy (with what was typed there since), and a person's 
 the same cell keeps their copy only. Updates made after the move name the copy, which the
 shadow does not have; Yjs keeps them pending there, so they change nothing in it.
 
-Updates that only delete are not applied to the shadow: a client that echoes what it
-receives (pycrdt's provider does; the browser's y-websocket does not) sends the move's own
-deletion back, and Yjs cannot tell it from a person deleting the cell. So a backspace, or a
+Updates that only delete, or insert nothing the shadow lacks, are not applied to it: a client
+that echoes what it receives (pycrdt's provider does; the browser's y-websocket does not) sends
+back the move's own deletion, and the carried edit as the room deleted it (it landed in the
+deleted copy), and Yjs cannot tell either from a person deleting. So a backspace, or a
 person's delete of the cell, that crosses the move is not carried: the moved cell stays as
 it was (nothing is lost; the person deletes again).
 """
@@ -140,6 +141,9 @@ class MoveGuard:
             self.before = None
         updates, self.updates = self.updates, []
         for update in updates:
+            have = state_vector(self.shadow.get_state())
+            if all(have.get(client, 0) >= end for client, end in state_vector(get_state(update)).items()):
+                continue  # inserts nothing new: an echo, whose deletions would undo what was carried
             self.shadow.apply_update(update)
         shadow_cells = self.shadow.get("cells", type=Array)
         at = self._in_shadow(shadow_cells)
