@@ -152,6 +152,40 @@ async def test_person_typing_is_seen_and_not_disturbed_by_the_agent(lab, tmp_pat
         await shot(page, "3-person-and-agent")
 
 
+async def test_agent_move_edit_and_clear_are_decoded_by_the_browser(lab, tmp_path):
+    """The browser's own Yjs applies cell_move (a delete and an insert in one transaction, as
+    JupyterLab moves a cell), cell_edit and cell_clear_outputs; the person then types into the
+    moved cell, and the agent reads what they typed."""
+    async with browser(tmp_path) as page:
+        name, ids = notebook(lab, "print('moved output')", "b = 2", "c = 3")
+        await open_notebook(page, lab, name)
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+            await page.wait_for_function("() => document.body.innerText.includes('moved output')", timeout=30_000)
+            await call(mcp, "cell_move", path=name, cell_id=ids[0], to_index=2)
+            await page.wait_for_function(f"want => JSON.stringify(({cell_texts_js()})()) === JSON.stringify(want)",
+                                         arg=["b = 2", "c = 3", "print('moved output')"], timeout=30_000)
+            outputs = f"[...document.querySelectorAll('{PANEL} .jp-Cell')].map(c => c.querySelector('.jp-OutputArea')?.innerText || '')"
+            assert "moved output" in (await page.evaluate(f"() => {outputs}"))[2]  # its output moved with it
+            await shot(page, "6-moved")
+            await call(mcp, "cell_edit", path=name, cell_id=ids[1], old="2", new="'edited in place'")
+            await page.wait_for_function(f"() => ({cell_texts_js()})()[0] === \"b = 'edited in place'\"",
+                                         timeout=30_000)
+            editor = page.locator(f"{PANEL} .jp-Cell .cm-content").nth(2)
+            await editor.click()
+            await page.keyboard.press("End")
+            await page.keyboard.type("  # typed after the move", delay=20)
+            deadline = time.monotonic() + 30
+            while (await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"] != \
+                    "print('moved output')  # typed after the move":
+                assert time.monotonic() < deadline, "the agent never saw the person's typing in the moved cell"
+                await asyncio.sleep(0.1)
+            await call(mcp, "cell_clear_outputs", path=name, all_cells=True)
+            await page.wait_for_function(f"() => {outputs}.every(t => !t.includes('moved output'))", timeout=30_000)
+            assert [c["id"] for c in (await call(mcp, "notebook_get", path=name))["cells"]] == [ids[1], ids[2], ids[0]]
+        await shot(page, "6-edited-and-cleared")
+
+
 async def test_agent_appears_among_the_collaborators(lab, tmp_path):
     """JupyterLab's Collaborators panel lists the agent, with the notebook it works on."""
     async with browser(tmp_path) as page:
