@@ -201,6 +201,38 @@ async def test_large_outputs_summarised_not_altered(live):
         assert full["outputs"][0]["text"] == long_text  # the document still has all of it
 
 
+async def test_what_a_person_ran_is_readable_without_running_it_again(live):
+    """A person's cells ran in the document (here through the kernel, as a browser would): a
+    later read shows the plot as an image, the HTML and markdown results as text, and names a
+    markdown cell's attachments; max_image_bytes=0 leaves the image out and says so."""
+    import nbformat
+
+    png = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+    code = ("import base64\nfrom IPython.display import HTML, Image, Markdown, display\n"
+            f"display(Image(data=base64.b64decode('{png}'), format='png'))\n"
+            "display(HTML('<table><tr><td>revenue</td><td>42</td></tr></table>'))\nMarkdown('**bold** claim')")
+    note = nbformat.v4.new_markdown_cell("![chart](attachment:chart.png)")
+    note.attachments = {"chart.png": {"image/png": png}}
+    name = f"rich-{uuid.uuid4().hex[:6]}.ipynb"
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code), note])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, live.root / name)
+    async with connect(live.mcp_url, live.token) as person:
+        await call(person, "cell_execute", path=name, index=0)
+    async with connect(live.mcp_url, live.token) as agent:  # another session, reading what is there
+        raw = await agent.call_tool("cell_get", {"path": name, "index": 0})
+        outputs = raw.structured_content["outputs"]
+        assert outputs[0]["text"].startswith("[image/png, ") and "image 1 attached" in outputs[0]["text"]
+        assert [(c.type, c.mime_type, c.data) for c in raw.content if c.type == "image"] == [("image", "image/png", png)]
+        assert "revenue" in outputs[1]["text"] and "42" in outputs[1]["text"] and " at 0x" not in outputs[1]["text"]
+        assert "**bold** claim" in outputs[2]["text"]
+        lean = await agent.call_tool("cell_get", {"path": name, "index": 0, "max_image_bytes": 0})
+        assert not [c for c in lean.content if c.type == "image"]
+        assert "not attached" in lean.structured_content["outputs"][0]["text"]
+        read = await call(agent, "notebook_get", path=name)
+        assert read["cells"][1]["attachments"] == {"chart.png": ["image/png"]}
+
+
 async def test_bad_input_is_refused_and_changes_nothing(live):
     name, ids = fresh(live)
     (live.root / "notes.txt").write_text("not a notebook")

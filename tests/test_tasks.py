@@ -390,6 +390,22 @@ async def test_failed_task_keeps_its_partial_output(live, mode):
         assert error.error.data["partial"]["structuredContent"]["outputs"][0]["text"] == "diagnosis\n"
 
 
+async def test_a_cell_that_raised_ends_its_task_failed_with_its_outputs(live, mode):
+    """A cell that printed and then raised is a failed call: as a task it ends failed, its
+    status message names the error, and tasks/result raises it with the outputs kept."""
+    name, ids = notebook(live, "print('before the error', flush=True)\n1 / 0")
+    async with tasks_on(live, mode) as (_, tasks):
+        task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0], "timeout": 60})
+        final = await tasks.wait(task["taskId"], timeout=60)
+        assert final["status"] == "failed" and "ZeroDivisionError" in final["statusMessage"]
+        error = await raises(tasks.result(task["taskId"]))
+        assert "ZeroDivisionError" in error.error.message
+        kept = error.error.data["partial"]
+        assert kept["isError"] is True and kept["structuredContent"]["status"] == "error"
+        outputs = kept["structuredContent"]["outputs"]
+        assert outputs[0]["text"] == "before the error\n" and outputs[1]["ename"] == "ZeroDivisionError"
+
+
 # --- Retention -----------------------------------------------------------------------------------
 
 
