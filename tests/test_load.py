@@ -45,7 +45,7 @@ class Load:
     refused: int = 0  # edits a read-only user tried, refused as they must be
     calls: int = 0
     store_down: bool = False  # while the task store is restarting, task calls may say so
-    task_ttl: int | None = None  # None: the server's default (60 s)
+    task_ttl: int | None = None  # None: the server's default (15 minutes)
 
     def __post_init__(self) -> None:
         self.inserted = {name: set() for name in self.notebooks}
@@ -190,7 +190,8 @@ async def warm(server, token, names) -> None:
 async def test_twenty_sessions_mixing_every_tool_for_a_minute(live_factory):
     server = live_factory()
     # at ~130 calls a second, one in 14 a task read at once, one user makes ~550 tasks a minute:
-    # more than the 500 kept at the default 60 s ttl, so it asks for a short one, as the refusal advises
+    # more than the 500 a user may keep within the default 15-minute ttl, so it asks for a short
+    # one, as the refusal advises
     load = Load(notebooks_in(server.root, 4), DURATION_SEC, task_ttl=10_000)
     await warm(server, server.token, load.notebooks)
     memory = Memory(server.proc.pid)

@@ -276,3 +276,52 @@ def test_outputs_of_a_run_go_only_to_a_code_cell():
     cells.begin_run(ynb, 0)
     assert "outputs" not in ycell and "execution_state" not in ycell
     _nbformat_valid(ynb)
+
+
+def test_edit_replaces_only_the_span_and_refuses_absent_or_ambiguous_text():
+    ynb = notebook("a = 'é'\na = 'é'\n")
+    text = ynb.ycells[0]["source"]
+    with pytest.raises(NotebookError, match="not found"):
+        cells.edit(ynb, 0, "b = 1", "c")
+    with pytest.raises(NotebookError, match="occurs 2 times"):
+        cells.edit(ynb, 0, "'é'", "'ü'")
+    with pytest.raises(NotebookError, match="non-empty"):
+        cells.edit(ynb, 0, "", "x")
+    assert sources(ynb) == ["a = 'é'\na = 'é'\n"]  # refusals change nothing
+    assert cells.edit(ynb, 0, "'é'", "'ü'", replace_all=True) == 2
+    assert sources(ynb) == ["a = 'ü'\na = 'ü'\n"] and str(text) == sources(ynb)[0]  # the same Text, edited
+
+
+def test_move_keeps_the_cell_and_refuses_out_of_range():
+    ynb = notebook("a", "b", "c")
+    ynb.ycells[0]["execution_count"] = 3
+    cells.snapshot(ynb)  # a read cache exists: the move keeps it right
+    cells.move(ynb, 0, 2)
+    assert sources(ynb) == ["b", "c", "a"] and [cells.id_of(c) for c in ynb.ycells] == ["c1", "c2", "c0"]
+    assert ynb.ycells[2]["execution_count"] == 3
+    assert [c["id"] for c in cells.snapshot(ynb)] == ["c1", "c2", "c0"]
+    with pytest.raises(NotebookError, match="out of range"):
+        cells.move(ynb, 0, 3)
+
+
+def test_clear_outputs_clears_code_cells_only():
+    ynb = notebook("a", "b")
+    ynb.ycells[0]["execution_count"] = 1
+    assert cells.clear_outputs(ynb, 0) is True and ynb.ycells[0]["execution_count"] is None
+    assert cells.clear_outputs(ynb, 0) is False  # nothing left to clear
+    md = notebook("# t", cell_type="markdown")
+    assert cells.clear_outputs(md, 0) is False
+
+
+@pytest.mark.parametrize("base, theirs, ours, merged", [
+    ("x = 1\n", "x = 1\ny = 2\n", "x = 1\n", "x = 1\ny = 2\n"),  # only they changed it
+    ("x = 1\n", "x = 1\n", "x = 10\n", "x = 10\n"),  # only we did
+    ("a\nb\n", "a\nb\nthey\n", "we\na\nb\n", "we\na\nb\nthey\n"),  # apart: theirs after ours
+    ("a\nb\n", "they\na\nb\n", "a\nb\nwe\n", "they\na\nb\nwe\n"),  # apart: theirs before ours
+    ("a = 1", "a = 12", "a = 13", "a = 123"),  # typed at the same place: both kept
+    ("x = 1", "x = 2", "x = 3", "x = 32"),  # the same span replaced: ours, then what they typed
+])
+def test_merge_keeps_what_both_sides_typed(base, theirs, ours, merged):
+    from jupyter_mcp.moves import merge
+
+    assert merge(base, theirs, ours) == merged
