@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from jupyter_mcp.client import LEGACY, MODERN, connect
-from jupyter_mcp.testing import UIClient, call, new_notebook, refused, ui_execute, ui_session, write_notebook
+from jupyter_mcp.testing import UIClient, call, failed_run, new_notebook, refused, ui_execute, ui_session, write_notebook
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 FIVE_LINES = "import time\nfor i in range(5):\n    print(f'line {i}', flush=True)\n    time.sleep(0.3)"
@@ -70,11 +70,9 @@ async def test_print_only_cell_gets_its_count_and_error_cell_reports(live):
         printed = await call(mcp, "cell_execute", path=name, cell_id=ids[0])
         assert isinstance(printed["execution_count"], int)
         await ui.wait_for(lambda: ui.nb.ycells[0].get("execution_count") == printed["execution_count"])
-        raw = await mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[1]})
-        failed = raw.structured_content
+        failed, text = await failed_run(mcp, "cell_execute", path=name, cell_id=ids[1])
         assert failed["status"] == "error"
         assert failed["outputs"][0]["ename"] == "ZeroDivisionError"
-        text = raw.content[0].text
         assert "ZeroDivisionError" in text and "\x1b[" not in text and "return 1/0" in text
         await ui.wait_for(lambda: [o["output_type"] for o in ui.nb.ycells[1]["outputs"].to_py()] == ["error"])
 
@@ -95,10 +93,9 @@ async def test_png_comes_back_as_image_content(live):
 async def test_timeout_interrupts_and_the_kernel_is_free(live):
     name, ids = notebook(live, "import time\ncounter = 0\nwhile True:\n    counter += 1\n    time.sleep(0.01)")
     async with connect(live.mcp_url, live.token) as mcp:
-        raw = await mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[0], "timeout": 1.5})
-        result = raw.structured_content
+        result, text = await failed_run(mcp, "cell_execute", path=name, cell_id=ids[0], timeout=1.5)
         assert result["status"] == "timeout" and "interrupted" in result["message"]
-        assert "KeyboardInterrupt" in raw.content[0].text
+        assert "KeyboardInterrupt" in text
         started = time.monotonic()
         first = await call(mcp, "code_execute", path=name, code="print(counter)", timeout=10)
         assert time.monotonic() - started < 10  # ran at once, not queued behind the loop

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from jupyter_mcp.client import Tasks, connect
-from jupyter_mcp.testing import LiveServer, UIClient, call, new_notebook, refused
+from jupyter_mcp.testing import LiveServer, UIClient, call, failed_run, new_notebook, refused
 from jupyter_mcp.testing.gateway import KernelGateway
 
 FIVE_LINES = "import time\nfor i in range(5):\n    print(f'line {i}', flush=True)\n    time.sleep(0.3)"
@@ -65,9 +65,8 @@ async def test_a_cell_runs_on_the_gateway_live_in_the_document_and_on_disk(gatew
 async def test_a_timeout_interrupts_the_gateway_kernel_and_keeps_its_state(server):
     name, _ = new_notebook(server.root, "x = 1", prefix="gw-timeout")
     async with connect(server.mcp_url, server.token) as mcp:
-        raw = await mcp.call_tool("code_execute", {"path": name, "code": TICKER, "timeout": 3})
-        result = raw.structured_content
-        assert raw.is_error and result["status"] == "timeout" and "interrupted" in result["message"]
+        result, _ = await failed_run(mcp, "code_execute", path=name, code=TICKER, timeout=3)
+        assert result["status"] == "timeout" and "interrupted" in result["message"]
         assert result["outputs"][0]["text"].startswith("tick 0\n")
         first = await call(mcp, "code_execute", path=name, code="print(i)")
         await asyncio.sleep(0.6)

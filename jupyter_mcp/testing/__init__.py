@@ -4,9 +4,9 @@ that joins a notebook's room as the UI does, notebooks on disk, tool calls that 
 The pytest fixtures are in ``jupyter_mcp.testing.plugin``."""
 
 from .live import LiveServer, free_port
-from .notebooks import ToolFailed, call, disk_sources, new_notebook, refused, write_notebook
+from .notebooks import ToolFailed, call, disk_sources, failed_run, new_notebook, refused, write_notebook
 from .redis import RedisServer
 from .ui import UIClient, ui_execute, ui_session
 
-__all__ = ["LiveServer", "RedisServer", "ToolFailed", "UIClient", "call", "disk_sources", "free_port", "new_notebook", "refused",
+__all__ = ["LiveServer", "RedisServer", "ToolFailed", "UIClient", "call", "disk_sources", "failed_run", "free_port", "new_notebook", "refused",
            "ui_execute", "ui_session", "write_notebook"]

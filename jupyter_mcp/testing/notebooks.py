@@ -29,6 +29,15 @@ async def refused(client: Any, tool: str, **arguments: Any) -> str:
     return result.content[0].text
 
 
+async def failed_run(client: Any, tool: str, **arguments: Any) -> tuple[dict[str, Any], str]:
+    """Run code that must fail (raise, time out): a failed call (isError) that still ran, its
+    answer structured as ever. Returns that answer and the content's first text."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool}({arguments}) did not fail: {result.structured_content}"
+    assert "status" in (result.structured_content or {}), f"{tool}({arguments}) was refused: {result.content}"
+    return result.structured_content, result.content[0].text
+
+
 def write_notebook(path: Path, sources: list[str], cell_type: str = "code") -> list[str]:
     """Write a notebook to disk (before any room exists for it); returns the cell ids."""
     path.parent.mkdir(parents=True, exist_ok=True)
