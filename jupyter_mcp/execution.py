@@ -11,7 +11,7 @@ is registered for cancellation and its output so far can become the task's resul
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastmcp import Context
@@ -23,7 +23,7 @@ from .activity import Activity
 from .errors import NotebookError, logs_its_error
 from .kernels import Execution, Kernels, OnEvent, OutputEvent
 from .rooms import LiveNotebook, Rooms
-from .tasks import record_output, register_interrupt
+from .tasks import record_output, register_interrupt, report_status
 
 RUNNING_MARK_SEC = 0.05  # a cell still silent after this shows as running ([*]) at once
 
@@ -189,6 +189,14 @@ class _PartialOutputs:
     def __init__(self) -> None:
         self.outputs: list[dict[str, Any]] = []
 
+    def recording(self, then: OnEvent | None) -> OnEvent:
+        """An ``on_event`` that keeps the outputs so far, then hands the event on."""
+        async def on_event(event: OutputEvent, so_far: list[dict[str, Any]]) -> None:
+            self.outputs = so_far
+            if then is not None:
+                await then(event, so_far)
+        return on_event
+
     def __call__(self, ending: str) -> dict[str, Any] | None:
         if not self.outputs:  # nothing to keep: no result, rather than an empty one
             return None
@@ -225,55 +233,62 @@ class _Stop:
 
 
 async def _run(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float, on_output: OnEvent | None,
-               stop: _Stop, on_sent: Callable[[], None] | None = None) -> Execution:
-    """``Kernels.run`` with the task hooks wired: the stop told when the code is sent, the
-    output kept for the task's partial result."""
-    partial = _PartialOutputs()
-    record_output(partial)
-
+               stop: _Stop, on_sent: Callable[[], None] | None = None, stop_on_error: bool = True) -> Execution:
+    """``Kernels.run`` with the stop told when the code is sent."""
     async def on_start(interrupt: Any) -> None:
         stop.sent(interrupt)
         if on_sent is not None:
             on_sent()
 
-    async def on_event(event: OutputEvent, so_far: list[dict[str, Any]]) -> None:
-        partial.outputs = so_far
-        if on_output is not None:
-            await on_output(event, so_far)
-
     return await kernels.run_for(nb.path, nb.kernelspec_name(), code, timeout=timeout, on_start=on_start,
-                                 on_event=on_event)
+                                 on_event=on_output, stop_on_error=stop_on_error)
 
 
-async def _stoppable(work: Any) -> asyncio.Future[Any]:
-    """Start ``work(stop)`` as its own task, with its stop registered for the caller's MCP
-    task (if any) before anything else can happen."""
-    stop = _Stop()
+def _start(work: Callable[[_Stop], Awaitable[Execution]], stop: _Stop) -> asyncio.Future[Execution]:
+    """Start ``work(stop)`` as its own task, which the stop cancels until the code is sent."""
     run = asyncio.ensure_future(work(stop))
     stop.waiting = run
+    return run
+
+
+async def _stoppable(work: Callable[[_Stop], Awaitable[Execution]]) -> asyncio.Future[Execution]:
+    """``_start``, with the stop registered for the caller's MCP task (if any) before anything
+    else can happen."""
+    stop = _Stop()
+    run = _start(work, stop)
     await register_interrupt(stop)
     return run
 
 
-async def run_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, cell_id: str | None,
-                   index: int | None, timeout: float, client: ClientStream | None, max_chars: int) -> ToolResult:
-    ynb = nb.doc
-    i = cells.locate(ynb, cell_id, index)
-    ycell = ynb.ycells[i]
-    if ycell.get("cell_type") != "code":
-        raise NotebookError(f"cell {i} is a {ycell.get('cell_type')} cell; only code cells run")
+def _in_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, at: int, timeout: float,
+             client: ClientStream | None, partial: _PartialOutputs,
+             stop_on_error: bool = True) -> tuple[CellRun, Callable[[_Stop], Awaitable[Execution]]]:
+    """The run of the code cell at ``at``, live in the document: its ``CellRun`` and its work."""
+    ycell = nb.doc.ycells[at]
     source = str(ycell.get("source", ""))
-    run = CellRun(rooms, activity, nb, str(ycell.get("id")), i, client)
+    run = CellRun(rooms, activity, nb, str(ycell.get("id")), at, client)
 
     async def live(stop: _Stop) -> Execution:
         execution: Execution | None = None
         with activity.running(nb.room_id):
             try:
-                execution = await _run(kernels, nb, source, timeout, run.output, stop, on_sent=run.start)
+                execution = await _run(kernels, nb, source, timeout, partial.recording(run.output), stop,
+                                       on_sent=run.start, stop_on_error=stop_on_error)
             finally:
                 await run.finish(execution)
         return execution
 
+    return run, live
+
+
+async def run_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, cell_id: str | None,
+                   index: int | None, timeout: float, client: ClientStream | None, max_chars: int) -> ToolResult:
+    i = cells.locate(nb.doc, cell_id, index)
+    if not cells.is_code(nb.doc, i):
+        raise NotebookError(f"cell {i} is a {nb.doc.ycells[i].get('cell_type')} cell; only code cells run")
+    partial = _PartialOutputs()
+    record_output(partial)
+    run, live = _in_cell(rooms, activity, kernels, nb, i, timeout, client, partial)
     # Shielded: a client that disconnects mid-call does not stop the cell; it runs to its
     # end and its outputs land in the document. A task's cancel goes through the run's
     # stop instead: a run that has not sent its code yet never sends it, a running one is
@@ -288,6 +303,173 @@ async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float
                    max_chars: int) -> ToolResult:
     if not code.strip():
         raise NotebookError("code is empty: pass the code to run")
-    on_output = (lambda event, so_far: client.send(event)) if client is not None else None
+    partial = _PartialOutputs()
+    record_output(partial)
+    on_output = partial.recording((lambda event, so_far: client.send(event)) if client is not None else None)
     execution = await (await _stoppable(lambda stop: _run(kernels, nb, code, timeout, on_output, stop)))
     return answer(execution, {"path": nb.path}, max_chars, rest=None)  # scratch code: nothing else keeps its outputs
+
+
+class _NotebookStop:
+    """How a task's cancel stops a notebook run: the cell running now is stopped (``_Stop``) and
+    no further cell starts."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.current: _Stop | None = None
+
+    async def __call__(self) -> None:
+        self.requested = True
+        if self.current is not None:
+            await self.current()
+
+
+class _NotebookProgress:
+    """What a notebook run has done so far: the answer, the task's partial result, and the progress
+    and status the client is told before each cell."""
+
+    def __init__(self, ctx: Context | None, path: str, total: int, max_chars: int, max_image_bytes: int) -> None:
+        self.ctx = ctx
+        self.path = path
+        self.total = total
+        self.max_chars = max_chars
+        self.max_image_bytes = max_image_bytes
+        self.ran: list[tuple[str, int, Execution]] = []  # (cell id, index, execution)
+        self.skipped: list[dict[str, Any]] = []
+        self.current: tuple[str, int, _PartialOutputs] | None = None  # the cell running now
+
+    async def starting(self, done: int, cell_id: str) -> None:
+        said = f"running cell {cell_id}, {done + 1} of {self.total}"
+        if self.ran:
+            last_id, last_at, last = self.ran[-1]
+            said = f"cell {last_at} ({last_id}): {last.status}; {said}"
+        await self.say(done, said)
+
+    async def say(self, done: int, message: str) -> None:
+        await report_status(message)
+        if self.ctx is not None:
+            try:
+                await self.ctx.report_progress(done, self.total, message)
+            except Exception:  # a client that went away must not stop the run
+                self.ctx = None
+
+    def answer(self, not_run: list[str], message: str | None) -> ToolResult:
+        """Each cell's status, count and outputs; a failed call if any cell did not end ok."""
+        runs = [(cell_id, at, execution, None) for cell_id, at, execution in self.ran]
+        return self._result(runs, not_run, message, partial=False)
+
+    def __call__(self, ending: str) -> dict[str, Any] | None:
+        """The task's result, should it end without the run's answer: the cells that ran and the
+        outputs so far of the one running."""
+        runs: list[tuple[str, int, Execution, str | None]] = [(i, at, e, None) for i, at, e in self.ran]
+        if self.current is not None:
+            cell_id, at, so_far = self.current
+            runs.append((cell_id, at, Execution(status="interrupted" if ending == "cancelled" else "error",
+                                                outputs=so_far.outputs), f"{ending} while it ran"))
+        if not runs:
+            return None
+        result = self._result(runs, [], f"{ending}: the cells so far", partial=True)
+        return {"content": [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in result.content],
+                "structuredContent": result.structured_content, "isError": ending != "cancelled"}
+
+    def _result(self, runs: list[tuple[str, int, Execution, str | None]], not_run: list[str], message: str | None,
+                partial: bool) -> ToolResult:
+        images = outputs.Images(self.max_image_bytes or None)
+        described, lines = [], []
+        for cell_id, at, execution, note in runs:
+            note = note or execution.message
+            summary = outputs.summarize(execution.outputs, self.max_chars, images)
+            cell: dict[str, Any] = {"cell_id": cell_id, "index": at, "status": execution.status,
+                                    "execution_count": execution.execution_count, "outputs": summary}
+            if note:
+                cell["message"] = note
+            described.append(cell)
+            count = "" if execution.execution_count is None else f" [{execution.execution_count}]"
+            lines.append(f"--- cell {at} ({cell_id}): {execution.status}{count}" + (f" ({note})" if note else ""))
+            lines.extend(item["text"].rstrip("\n") for item in summary if item["text"])
+        status = next((c["status"] for c in described if c["status"] != "ok"), "ok")
+        structured: dict[str, Any] = {"path": self.path, "status": status, "cells": described,
+                                      "skipped": self.skipped, "not_run": not_run}
+        for skip in self.skipped:
+            lines.append(f"--- cell {skip['cell_id']}: skipped ({skip['reason']})")
+        if not_run:
+            lines.append(f"[{len(not_run)} cell(s) not run]")
+        if message:
+            structured["message"] = message
+            lines.append(f"[{message}]")
+        if partial:
+            structured["partial"] = True
+        text = "\n".join(lines) if lines else "[no code cell to run]"
+        return ToolResult(content=[TextContent(type="text", text=text), *images.blocks],
+                          structured_content=structured, is_error=status != "ok")
+
+
+async def run_cells(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, start: int,
+                    stop: int | None, timeout: float, continue_on_error: bool, ctx: Context | None,
+                    max_chars: int, max_image_bytes: int) -> ToolResult:
+    """Run the code cells from ``start`` to ``stop`` (exclusive) one after the other, each live in
+    the document as ``run_cell`` runs it. The cells are those there when the call began, found
+    again by id before each run (people may edit, move or delete cells meanwhile): a cell that is
+    gone, or is no longer a code cell, is skipped. Stops at the first cell that does not end ok
+    unless ``continue_on_error``. A task's cancel stops the running cell and starts no other; a
+    call its client cancels lets the running cell finish (shielded, as ``run_cell``'s), and
+    starts no other."""
+    every = cells.snapshot(nb.doc)
+    count = len(every)
+    end = count if stop is None else stop
+    if not 0 <= start <= count or not start <= end <= count:
+        raise NotebookError(f"the range [{start}, {end}) is not within the notebook's {count} cells "
+                            f"(start_index from 0 to {count}, stop_index from start_index to {count})")
+    targets = [(str(c.get("id")), i) for i, c in enumerate(every[start:end], start)
+               if isinstance(c, dict) and c.get("cell_type") == "code"]
+    halt = _NotebookStop()
+    await register_interrupt(halt)
+    progress = _NotebookProgress(ctx, nb.path, len(targets), max_chars, max_image_bytes)
+    record_output(progress)
+    message = None
+    for done, (cell_id, hint) in enumerate(targets):
+        await progress.starting(done, cell_id)
+        try:
+            nb = await rooms.current(nb)
+        except NotebookError as exc:
+            message = f"stopped: {exc}"
+            break
+        at = cells.find(nb.doc, cell_id, hint)  # from here to the run's start, no await: it stays at
+        if at is None or not cells.is_code(nb.doc, at):
+            reason = "deleted" if at is None else f"it became a {nb.doc.ycells[at].get('cell_type')} cell"
+            progress.skipped.append({"cell_id": cell_id, "reason": reason})
+            continue
+        if halt.requested:
+            message = "cancelled: no further cell was run"
+            break
+        partial = _PartialOutputs()
+        run, live = _in_cell(rooms, activity, kernels, nb, at, timeout, None, partial,
+                             stop_on_error=not continue_on_error)
+        progress.current = (cell_id, at, partial)
+        halt.current = _Stop()
+        inner = _start(live, halt.current)
+        inner.add_done_callback(logs_its_error("a cell run whose caller had left"))
+        try:
+            execution = await asyncio.shield(inner)  # a caller that leaves lets this cell finish
+        except asyncio.CancelledError:
+            if not inner.cancelled():
+                raise  # the caller went away: no further cell starts
+            message = "cancelled before this cell's code reached the kernel: no further cell was run"
+            break
+        except NotebookError as exc:  # the kernel died: what ran so far is still the answer
+            execution = Execution(status="error", outputs=partial.outputs, message=str(exc))
+        finally:
+            progress.current = None
+            halt.current = None
+        progress.ran.append((cell_id, run.index, execution))
+        if halt.requested:
+            message = "cancelled: no further cell was run"
+            break
+        if execution.status != "ok" and not continue_on_error:
+            message = f"stopped at cell {run.index}, which ended {execution.status} (continue_on_error runs on)"
+            break
+    ran = {cell_id for cell_id, _, _ in progress.ran} | {s["cell_id"] for s in progress.skipped}
+    not_run = [cell_id for cell_id, _ in targets if cell_id not in ran]
+    if not not_run:
+        await progress.say(len(targets), "done")
+    return progress.answer(not_run, message if not_run or halt.requested else None)

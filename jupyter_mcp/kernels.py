@@ -319,7 +319,8 @@ class Kernels:
         await self.km.interrupt_kernel(kernel_id)
 
     async def run_for(self, path: str, kernel_name: str | None, code: str, *, timeout: float,
-                      on_start: OnStart | None = None, on_event: OnEvent | None = None) -> Execution:
+                      on_start: OnStart | None = None, on_event: OnEvent | None = None,
+                      stop_on_error: bool = True) -> Execution:
         """Run ``code`` in the notebook's kernel (started if need be): ``run``, with the time
         the kernel takes to start counted against the call's ``timeout``."""
         deadline = time.monotonic() + timeout
@@ -328,10 +329,11 @@ class Kernels:
         except NotStarted as exc:
             return Execution(status="timeout", message=f"timed out after {timeout:g}s: {exc}; this code was not run")
         return await self.run(kernel_id, code, timeout=timeout, deadline=deadline, on_start=on_start,
-                              on_event=on_event)
+                              on_event=on_event, stop_on_error=stop_on_error)
 
     async def run(self, kernel_id: str, code: str, *, timeout: float, deadline: float | None = None,
-                  on_start: OnStart | None = None, on_event: OnEvent | None = None) -> Execution:
+                  on_start: OnStart | None = None, on_event: OnEvent | None = None,
+                  stop_on_error: bool = True) -> Execution:
         """Run ``code`` and wait for it: the one loop that waits on a kernel.
 
         Every output message becomes an event for ``on_event`` as it arrives (so a
@@ -339,7 +341,8 @@ class Kernels:
         counts against ``timeout`` (which ends at ``deadline``, if the call began earlier):
         behind another run on the kernel, for the kernel to be ready, for the code. When it
         runs out before the code is sent, nothing is run; after, the kernel is interrupted
-        and the outputs so far are returned.
+        and the outputs so far are returned. ``stop_on_error``: whether an error makes the
+        kernel abort the requests queued behind it (a person's queued cells).
         """
         deadline = time.monotonic() + timeout if deadline is None else deadline
         lock = self._run_locks[kernel_id]
@@ -350,13 +353,13 @@ class Kernels:
             return Execution(status="timeout", message=f"timed out after {timeout:g}s waiting behind another "
                                                        "run on this kernel; this code was not run")
         try:
-            return await self._run_locked(kernel_id, code, timeout, deadline, on_start, on_event)
+            return await self._run_locked(kernel_id, code, timeout, deadline, on_start, on_event, stop_on_error)
         finally:
             self._touch(kernel_id)
             lock.release()
 
     async def _run_locked(self, kernel_id: str, code: str, timeout: float, deadline: float,
-                          on_start: OnStart | None, on_event: OnEvent | None) -> Execution:
+                          on_start: OnStart | None, on_event: OnEvent | None, stop_on_error: bool) -> Execution:
         if kernel_id not in self.km:
             raise KernelDied("the notebook's kernel was shut down before this code was sent (it was not run); "
                              "the next call starts a fresh kernel")
@@ -376,7 +379,7 @@ class Kernels:
         collector = _Collector(result, on_event)
         if on_start is not None:
             await on_start(lambda: self.interrupt(kernel_id))
-        msg_id = client.execute(code, allow_stdin=False, stop_on_error=True)
+        msg_id = client.execute(code, allow_stdin=False, stop_on_error=stop_on_error)
         try:
             settled = await self._wait(kernel_id, client, msg_id, result, collector, timeout, deadline)
         except asyncio.CancelledError:

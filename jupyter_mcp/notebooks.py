@@ -205,6 +205,13 @@ class Notebooks:
         return await execution.run_code(self.kernels, nb, code, timeout,
                                         execution.ClientStream(ctx) if stream else None, max_output_chars)
 
+    async def run_notebook(self, path: str, agent: Agent, start: int, stop: int | None, timeout: float,
+                           continue_on_error: bool, ctx: Context | None, max_output_chars: int,
+                           max_image_bytes: int) -> ToolResult:
+        nb = await self.open_for_edit(path, agent)
+        await self._may_start_kernel(nb, agent)
+        return await execution.run_cells(self.rooms, self.activity, self.kernels, nb, start, stop, timeout,
+                                         continue_on_error, ctx, max_output_chars, max_image_bytes)
 
     async def _may_start_kernel(self, nb: LiveNotebook, agent: Agent) -> None:
         """A notebook without a session gets one for its kernel: Jupyter asks for ``write``

@@ -341,6 +341,41 @@ async def cell_execute(
     return await nbs.run_cell(path, agent, cell_id, index, timeout, stream, ctx, max_output_chars)
 
 
+@tool(RUN, permissions.RUN_CELL, output=views.NotebookRun)
+async def notebook_execute(
+    path: Path,
+    start_index: Annotated[int, Field(description="The first cell of the range (0-based).", ge=0)] = 0,
+    stop_index: Annotated[int | None, Field(description="The cell the range stops before (exclusive); "
+                                                        "default: the end of the notebook.", ge=0)] = None,
+    continue_on_error: Annotated[bool, Field(description="Run on after a cell that did not end ok (by default "
+                                                         "the run stops there).")] = False,
+    timeout: Annotated[float, Field(description="Seconds each cell may run before the kernel is interrupted.",
+                                    gt=0, le=86400)] = 300,
+    max_output_chars: MaxChars = 2000,
+    max_image_bytes: MaxImageBytes = outputs.DEFAULT_MAX_IMAGE_BYTES,
+    ctx: Context | None = None,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> ToolResult:
+    """Run every code cell of the notebook, or of the range [start_index, stop_index), in order,
+    each live in the document as cell_execute runs it (Run All in JupyterLab).
+
+    Markdown and raw cells are passed over. The cells are those in the range when the call
+    starts, each found again by id when its turn comes: a cell deleted (or turned into
+    markdown) meanwhile is skipped, an edited one runs its source as it is then. Stops at the
+    first cell that does not end ok, unless continue_on_error. Reports progress before each
+    cell (progress notifications with a progress token; the task's statusMessage as a task).
+    Returns text with each cell's status, count and outputs, images attached within
+    max_image_bytes, and structured {"path", "status", "cells": [{"cell_id", "index",
+    "status", "execution_count", "outputs"}], "skipped", "not_run", "message"}; a failed call
+    (isError) when a cell did not end ok. For long runs call it as a task: a cancel interrupts
+    the running cell and runs no further one (a synchronous call you cancel lets the running
+    cell finish and runs no further one).
+    """
+    return await nbs.run_notebook(path, agent, start_index, stop_index, timeout, continue_on_error, ctx,
+                                  max_output_chars, max_image_bytes)
+
+
 @tool(RUN, permissions.RUN_CODE, output=views.Execution)
 async def code_execute(
     path: Path,

@@ -159,6 +159,32 @@ class Execution(TypedDict):
     partial: NotRequired[bool]  # a task's output so far, not the run's answer
 
 
+class CellRun(TypedDict):
+    """One cell of a notebook_execute: how it ended, its count and its outputs."""
+
+    cell_id: str
+    index: int  # where it was when it ran
+    status: ExecutionStatus
+    execution_count: int | None
+    outputs: list[Output]
+    message: NotRequired[str]  # why it stopped (timeout, interrupt, a kernel that died)
+
+
+class SkippedCell(TypedDict):
+    cell_id: str
+    reason: str  # deleted, or no longer a code cell, by the time its turn came
+
+
+class NotebookRun(TypedDict):
+    path: str
+    status: ExecutionStatus  # "ok", or how the first cell that did not end ok ended
+    cells: list[CellRun]  # in the order they ran
+    skipped: list[SkippedCell]
+    not_run: list[str]  # ids of the cells never started (stopped at an error, or cancelled)
+    message: NotRequired[str]  # why it stopped before the end
+    partial: NotRequired[bool]  # a task's cells so far, not the run's answer
+
+
 class Room(TypedDict):
     room_id: str
     path: str | None

@@ -2,17 +2,18 @@
 can be cancelled for real.
 
 The package wraps ``tools/call`` from the outside and knows nothing of notebooks. A tool
-that wants its work to be cancellable, and its partial output kept, uses the two hooks
-(``register_interrupt``, ``record_output``).
+that wants its work to be cancellable, its partial output kept and its progress told uses
+the hooks (``register_interrupt``, ``record_output``, ``report_status``).
 """
 
 from __future__ import annotations
 
 from .binding import EXTENSION_ID, IDEMPOTENCY_KEY, TasksExtension
-from .hooks import PartialResult, current_task, record_output, register_interrupt
+from .hooks import PartialResult, current_task, record_output, register_interrupt, report_status
 from .manager import Limits, TaskManager
 from .records import TaskRecord, TaskStore
 from .stores import InMemoryTaskStore, load_store
 
 __all__ = ["EXTENSION_ID", "IDEMPOTENCY_KEY", "InMemoryTaskStore", "Limits", "PartialResult", "TaskManager", "TaskRecord",
-           "TaskStore", "TasksExtension", "current_task", "load_store", "record_output", "register_interrupt"]
+           "TaskStore", "TasksExtension", "current_task", "load_store", "record_output", "register_interrupt",
+           "report_status"]

@@ -1,4 +1,5 @@
-"""The two hooks a tool uses to make its work cancellable and its partial output keepable.
+"""The hooks a tool uses to make its work cancellable, its partial output keepable and its
+progress readable in the task's status.
 
 Outside a task both answer False and do nothing: a synchronous call has its client on the
 other end of the connection.
@@ -34,4 +35,13 @@ def record_output(partial: PartialResult) -> bool:
     if task is None:
         return False
     task.partial = partial
+    return True
+
+
+async def report_status(message: str) -> bool:
+    """Make ``message`` the task's status message (what ``tasks/get`` says while it works)."""
+    task = current_task.get()
+    if task is None or task.say is None:
+        return False
+    await task.say(message)
     return True

@@ -67,6 +67,7 @@ class _Run:
         self.work: asyncio.Task[Any] | None = None
         self.interrupts: list[Callable[[], Any]] = []  # register_interrupt
         self.partial: PartialResult | None = None  # record_output
+        self.say: Callable[[str], Awaitable[None]] | None = None  # report_status
         self.partial_saved: dict[str, Any] | None = None
         self.partial_saved_at = 0.0
         self.cancelling = False
@@ -191,6 +192,7 @@ class TaskManager:
 
     async def _run(self, run: _Run, work: Callable[[], Awaitable[dict[str, Any]]], notify: Notify) -> None:
         token = current_task.set(run)
+        run.say = lambda message: self._say(run, message, notify)
         supervisor = asyncio.create_task(self._supervise(run)) if getattr(self.store, "shared", False) else None
         try:
             try:
@@ -234,6 +236,16 @@ class TaskManager:
             run.done.set()
             if not run.cancelling:
                 self.runs.pop(run.record.task_id, None)
+
+    async def _say(self, run: _Run, message: str, notify: Notify) -> None:
+        """A working task's new status message (advisory: a store that is away costs it only)."""
+        try:
+            record = await self.store.update(run.record.task_id, expect_status=WORKING, status_message=message)
+        except Exception:
+            log.debug("task %s: status message not stored", run.record.task_id, exc_info=True)
+            return
+        if record is not None:
+            await _notify(notify, record)
 
     async def _write_final(self, run: _Run, **changes: Any) -> TaskRecord | None:
         """Write a run's final state, whatever the store goes through meanwhile.
