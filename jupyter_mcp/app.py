@@ -19,7 +19,7 @@ from traitlets import Dict, Float, Integer, TraitError, Unicode, default, valida
 from .activity import Activity
 from .fileids import prune_stale
 from .handlers import MCP_PATH, MCPHandler, Readiness, SessionLimit
-from .kernels import Kernels
+from .kernels import KERNEL_ACTIONS, Kernels
 from .notebooks import Notebooks
 from .presence import AgentPresence
 from .rooms import Rooms, file_id_of
@@ -172,6 +172,9 @@ class JupyterMCPApp(ExtensionApp):
         self.presence = AgentPresence(self.agent_idle_timeout, busy=self.activity.busy)
         self.kernels = Kernels(self.serverapp, idle_timeout=self.kernel_idle_timeout, max_kernels=self.max_kernels,
                                logger=self.log)
+        event_logger = getattr(self.serverapp, "event_logger", None)
+        if event_logger is not None:  # a person's Restart ends MCP's runs on that kernel
+            event_logger.add_listener(schema_id=KERNEL_ACTIONS, listener=self.kernels.on_kernel_action)
         self.sweeper = Sweeper(self.rooms, self.activity, idle_timeout=self.room_idle_timeout,
                                interval=self.room_sweep_interval, on_close=self.presence.forget_room,
                                logger=self.log, stop_idle_kernels=self.kernels.stop_idle)

@@ -48,6 +48,8 @@ RunStatus = Literal["ok", "error", "timeout", "interrupted", "aborted"]
 IDLE_CHECK_SEC = 1.0  # how often a silent kernel is checked for being alive
 INTERRUPT_GRACE_SEC = 5.0  # how long to wait for the kernel to settle after an interrupt
 READY_TIMEOUT_SEC = 60.0  # a kernel that does not answer by then is broken
+#: Jupyter Server's events for kernel starts, restarts, interrupts and shutdowns.
+KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
 
 
 class KernelDied(NotebookError):
@@ -106,6 +108,8 @@ class Kernels:
         self._starting = 0  # sessions being made right now: counted against max_kernels
         self._run_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self._session_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self._restarts: defaultdict[str, int] = defaultdict(int)  # kernel id -> restarts seen: ends its runs
+        self._client_restarts: dict[str, int] = {}  # kernel id -> restarts seen when our client was made
 
     @property
     def km(self) -> Any:
@@ -253,7 +257,8 @@ class Kernels:
         """Our client of the kernel, ready; ``NotStarted`` if it is not ready within ``timeout``
         (which is shorter than the time a kernel gets to answer at all)."""
         client = self._clients.get(kernel_id)
-        if client is not None and getattr(client, "closed", False):  # a gateway's websocket that closed
+        if client is not None and (getattr(client, "closed", False)  # a gateway's websocket that closed
+                                   or self._client_restarts.get(kernel_id) != self._restarts[kernel_id]):
             self.forget(kernel_id)
             client = None
         if client is None:
@@ -275,10 +280,12 @@ class Kernels:
                     raise NotStarted(str(exc)) from None
                 raise KernelDied(f"the kernel is not responding: {exc}") from None
             self._clients[kernel_id] = client
+            self._client_restarts[kernel_id] = self._restarts[kernel_id]
         return client
 
     def forget(self, kernel_id: str) -> None:
         client = self._clients.pop(kernel_id, None)
+        self._client_restarts.pop(kernel_id, None)
         if client is not None:
             client.stop_channels()
 
@@ -292,6 +299,8 @@ class Kernels:
             del self._by_path[path]
         for kernel_id in [k for k in self._started if k not in self.km]:
             del self._started[kernel_id]
+        for kernel_id in [k for k in self._restarts if k not in self.km]:
+            del self._restarts[kernel_id]
 
     def close(self) -> None:
         """At shutdown: every kernel client closed."""
@@ -317,6 +326,106 @@ class Kernels:
 
     async def interrupt(self, kernel_id: str) -> None:
         await self.km.interrupt_kernel(kernel_id)
+
+    # -- a notebook's kernel, as the agent manages it ---------------------------------------
+
+    async def kernel_of(self, path: str) -> str:
+        """The kernel of the notebook's session; refused if it has none (nothing is started)."""
+        self._drop_gone()
+        kernel_id = self._by_path.get(path) or await self._existing_kernel(path)
+        if kernel_id is None:
+            raise NotebookError(f"{path!r} has no running kernel (no session): running a cell starts one, and "
+                                "kernel_select starts the one you name")
+        return kernel_id
+
+    def model(self, kernel_id: str) -> dict[str, Any]:
+        kernel = self.km.get_kernel(kernel_id)
+        return {"kernel_id": kernel_id, "kernel_name": getattr(kernel, "kernel_name", None),
+                "execution_state": getattr(kernel, "execution_state", None)}
+
+    def restarted(self, kernel_id: str) -> None:
+        """The kernel was (or is being) restarted, by anyone: every run on it ends (its variables, and
+        the code it ran, are gone), and the next run connects a new client."""
+        self._restarts[kernel_id] += 1
+
+    async def on_kernel_action(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        """Jupyter's kernel action events: a restart by anyone (a person's Restart) ends our runs on it."""
+        if data.get("action") == "restart" and data.get("kernel_id"):
+            self.restarted(data["kernel_id"])
+
+    async def restart(self, kernel_id: str) -> None:
+        self.restarted(kernel_id)  # first: a run waiting on the old process ends as restarted
+        try:
+            await self.km.restart_kernel(kernel_id, now=True)
+        except Exception as exc:
+            raise KernelDied(f"the kernel could not be restarted: {type(exc).__name__}: {exc}") from None
+        self.restarted(kernel_id)
+
+    async def specs(self) -> dict[str, Any]:
+        """The kernelspecs this server (or its gateway) can start, by name."""
+        return await ensure_async(self.serverapp.kernel_spec_manager.get_all_specs())
+
+    async def listing(self) -> dict[str, Any]:
+        """Kernelspecs, and running kernels with the notebooks whose sessions use them."""
+        specs = await self.specs()
+        notebooks: defaultdict[str, list[str]] = defaultdict(list)
+        for session in await self.serverapp.session_manager.list_sessions():
+            if session.get("kernel"):
+                notebooks[session["kernel"]["id"]].append(session_path(session.get("path") or ""))
+        kernels = []
+        for model in await ensure_async(self.km.list_kernels()):
+            kernels.append({"kernel_id": model["id"], "kernel_name": model.get("name"),
+                            "execution_state": model.get("execution_state"),
+                            "last_activity": str(model["last_activity"]) if model.get("last_activity") else None,
+                            "connections": model.get("connections", 0),
+                            "notebooks": sorted(notebooks.get(model["id"], [])),
+                            "started_by_mcp": model["id"] in self._started})
+        return {"default_kernel_name": self.km.default_kernel_name,
+                "kernelspecs": [{"name": name, "display_name": (spec.get("spec") or {}).get("display_name", name),
+                                 "language": (spec.get("spec") or {}).get("language")}
+                                for name, spec in sorted(specs.items())],
+                "kernels": sorted(kernels, key=lambda k: (k["notebooks"], k["kernel_id"]))}
+
+    async def select(self, path: str, kernel_name: str) -> tuple[str, dict[str, Any]]:
+        """Give the notebook's session a new kernel of ``kernel_name`` (as JupyterLab's Select
+        Kernel does: the session stays, a person's tab follows it to the new kernel, the old kernel
+        is shut down), or a new session if it has none. The new kernel id, and its spec."""
+        specs = await self.specs()
+        if kernel_name not in specs:
+            raise NotebookError(f"no kernelspec named {kernel_name!r}; this server has: {', '.join(sorted(specs))}")
+        async with self._session_locks[path]:
+            sm = self.serverapp.session_manager
+            session = next((s for s in await sm.list_sessions()
+                            if session_path(s.get("path") or "") == path and s.get("kernel")), None)
+            if session is None:
+                self._refuse_over_cap(path)
+                self._starting += 1
+                try:
+                    created = await sm.create_session(path=path, name=os.path.basename(path), type="notebook",
+                                                      kernel_name=kernel_name)
+                except Exception as exc:
+                    raise NotebookError(f"could not start a {kernel_name!r} kernel for {path!r}: {exc}") from None
+                finally:
+                    self._starting -= 1
+                kernel_id = created["kernel"]["id"]
+                self._started[kernel_id] = Started(path, created["id"], time.monotonic())
+            else:
+                old = session["kernel"]["id"]
+                try:
+                    kernel_id = await sm.start_kernel_for_session(session["id"], path=session["path"],
+                                                                  name=session["name"], type=session["type"],
+                                                                  kernel_name=kernel_name)
+                except Exception as exc:
+                    raise NotebookError(f"could not start a {kernel_name!r} kernel for {path!r}: {exc}; the "
+                                        "notebook keeps its kernel") from None
+                await sm.update_session(session["id"], kernel_id=kernel_id)
+                started = self._started.pop(old, None)
+                if started is not None:
+                    self._started[kernel_id] = Started(path, started.session_id, time.monotonic())
+                self.restarted(old)  # a run on the old kernel ends
+                await ensure_async(self.km.shutdown_kernel(old))
+            self._by_path[path] = kernel_id
+        return kernel_id, (specs[kernel_name].get("spec") or {})
 
     async def run_for(self, path: str, kernel_name: str | None, code: str, *, timeout: float,
                       on_start: OnStart | None = None, on_event: OnEvent | None = None,
@@ -377,11 +486,12 @@ class Kernels:
                                                        "ready by then; this code was not run")
         result = Execution()
         collector = _Collector(result, on_event)
+        restarts = self._restarts[kernel_id]
         if on_start is not None:
             await on_start(lambda: self.interrupt(kernel_id))
         msg_id = client.execute(code, allow_stdin=False, stop_on_error=stop_on_error)
         try:
-            settled = await self._wait(kernel_id, client, msg_id, result, collector, timeout, deadline)
+            settled = await self._wait(kernel_id, client, msg_id, result, collector, timeout, deadline, restarts)
         except asyncio.CancelledError:
             # Cancelled (a task's cancel interrupts first): let the kernel settle before
             # the next run, or it aborts requests that arrive right after the error.
@@ -394,6 +504,8 @@ class Kernels:
             result.execution_count = int(count)
         if result.status == "ok" and content.get("status") in ("error", "aborted"):
             result.status = content["status"]
+        if result.status == "ok" and reply is None and any(o.get("output_type") == "error" for o in result.outputs):
+            result.status = "error"  # no reply (the kernel went down after the error): its outputs tell
         if result.status == "aborted":
             result.message = "the kernel aborted this execution: an earlier one failed just before it"
         if result.status == "error" and any(o.get("ename") == "KeyboardInterrupt" for o in result.outputs):
@@ -401,11 +513,15 @@ class Kernels:
         return result
 
     async def _wait(self, kernel_id: str, client: Any, msg_id: str, result: Execution, collector: _Collector,
-                    timeout: float, deadline: float) -> bool:
+                    timeout: float, deadline: float, restarts: int) -> bool:
         """Collect the execution's output until it is idle (True), or give up after the
-        call's ``timeout`` (its ``deadline``) once the kernel ignored the interrupt (False)."""
+        call's ``timeout`` (its ``deadline``) once the kernel ignored the interrupt (False).
+        A restart of the kernel (``restarts`` counted when the code was sent) ends it."""
         interrupted_at: float | None = None
         while True:
+            if self._restarts[kernel_id] != restarts:
+                raise KernelDied("the kernel was restarted while this code ran (kernel_restart, or a person's "
+                                 "Restart): its variables are gone; outputs so far are kept")
             now = time.monotonic()
             if interrupted_at is None and now >= deadline:
                 result.status = "timeout"
@@ -424,6 +540,8 @@ class Kernels:
                 raise KernelDied("the connection to the kernel's gateway closed while this code ran; outputs so "
                                  "far are kept; the next call connects again") from None
             except queue.Empty:
+                if self._restarts[kernel_id] != restarts:
+                    continue  # said above
                 if not await self._alive(kernel_id):
                     self.forget(kernel_id)
                     raise KernelDied("the kernel died while running this code (out of memory, or killed); "

@@ -213,6 +213,34 @@ class Notebooks:
         return await execution.run_cells(self.rooms, self.activity, self.kernels, nb, start, stop, timeout,
                                          continue_on_error, ctx, max_output_chars, max_image_bytes)
 
+    # -- kernels -----------------------------------------------------------------------
+
+    async def kernel_list(self) -> dict[str, Any]:
+        return await self.kernels.listing()
+
+    async def kernel_interrupt(self, path: str) -> dict[str, Any]:
+        path = self.rooms.canonical(path)
+        kernel_id = await self.kernels.kernel_of(path)
+        await self.kernels.interrupt(kernel_id)
+        return {"path": path, **self.kernels.model(kernel_id)}
+
+    async def kernel_restart(self, path: str) -> dict[str, Any]:
+        path = self.rooms.canonical(path)
+        kernel_id = await self.kernels.kernel_of(path)
+        await self.kernels.restart(kernel_id)
+        return {"path": path, **self.kernels.model(kernel_id)}
+
+    async def kernel_select(self, path: str, agent: Agent, kernel_name: str) -> dict[str, Any]:
+        """The notebook's session gets a kernel of ``kernel_name``, and its metadata says so (what
+        JupyterLab shows, and what is saved): both, or neither."""
+        nb = await self.open_for_edit(path, agent)
+        kernel_id, spec = await self.kernels.select(nb.path, kernel_name)
+        nb = await self.rooms.current(nb)
+        nb.set_metadata("kernelspec", {"name": kernel_name, "display_name": spec.get("display_name", kernel_name),
+                                       "language": spec.get("language", "")})
+        await self.edited(nb)
+        return {"path": nb.path, **self.kernels.model(kernel_id)}
+
     async def _may_start_kernel(self, nb: LiveNotebook, agent: Agent) -> None:
         """A notebook without a session gets one for its kernel: Jupyter asks for ``write``
         on ``sessions`` to make one, and so do we."""

@@ -4,7 +4,9 @@ The /mcp handler only lets in users the authorizer allows on the ``mcp`` resourc
 tool then needs what Jupyter's own handlers would ask for the same work: reading a
 notebook is ``read`` on ``contents``; editing, creating and writing outputs is ``write``
 on ``contents``; running code is ``execute`` on ``kernels`` (and ``write`` on
-``sessions`` when the notebook has no session yet and one is made). A refusal is a tool
+``sessions`` when the notebook has no session yet and one is made); interrupting or
+restarting a kernel is ``write`` on ``kernels``, changing a notebook's kernel ``write`` on
+``sessions``. A refusal is a tool
 error naming the permission, before the tool does anything.
 """
 
@@ -26,6 +28,9 @@ EDIT: tuple[Need, ...] = (("read", "contents"), ("write", "contents"))
 RUN_CODE: tuple[Need, ...] = (("read", "contents"), ("execute", "kernels"))
 RUN_CELL: tuple[Need, ...] = (*EDIT, ("execute", "kernels"))
 START_SESSION: tuple[Need, ...] = (("write", "sessions"),)
+LIST_KERNELS: tuple[Need, ...] = (("read", "kernels"), ("read", "kernelspecs"), ("read", "sessions"))
+MANAGE_KERNEL: tuple[Need, ...] = (("read", "sessions"), ("write", "kernels"))  # interrupt, restart
+SELECT_KERNEL: tuple[Need, ...] = (*EDIT, ("read", "kernelspecs"), ("write", "sessions"))
 
 SCOPE_KEY = "jupyter_mcp.permissions"  # where the /mcp handler puts a request's Permissions
 

@@ -35,7 +35,7 @@ from jupyter_server_ydoc.utils import (
 )
 from jupyter_ydoc import YNotebook
 from jupyter_ydoc.utils import cast_all
-from pycrdt import Doc
+from pycrdt import Doc, Map
 
 from . import cells
 from .errors import NotebookError, logs_its_error
@@ -90,6 +90,14 @@ class LiveNotebook:
 
     def metadata(self) -> dict[str, Any]:
         return (self.ymeta.to_py() or {}).get("metadata") or {}
+
+    def set_metadata(self, key: str, value: Any) -> None:
+        """Set one notebook-level metadata entry, as JupyterLab does (a JSON value in the metadata Map)."""
+        meta = self.ymeta.get("metadata")
+        if isinstance(meta, Map):
+            meta[key] = value
+        else:
+            self.ymeta["metadata"] = Map({**(meta if isinstance(meta, dict) else {}), key: value})
 
     def kernelspec_name(self) -> str | None:
         """The kernelspec the notebook's metadata names, if any."""

@@ -397,6 +397,60 @@ async def code_execute(
     return await nbs.run_code(path, agent, code, timeout, stream, ctx, max_output_chars)
 
 
+@tool(READ_ONLY, permissions.LIST_KERNELS)
+async def kernel_list(nbs: Notebooks = NOTEBOOKS) -> views.Kernels:
+    """List the kernels this server can start (kernelspecs) and the kernels running now.
+
+    Returns {"default_kernel_name", "kernelspecs": [{"name", "display_name", "language"}],
+    "kernels": [{"kernel_id", "kernel_name", "execution_state", "last_activity",
+    "connections", "notebooks", "started_by_mcp"}]}: `notebooks` are the notebooks whose
+    session uses the kernel (a person's tab and the agent share it); `connections` counts
+    the websockets connected (JupyterLab tabs). Pass a kernelspec name to kernel_select.
+    """
+    return await nbs.kernel_list()
+
+
+@tool({**EDIT, "idempotentHint": True}, permissions.MANAGE_KERNEL)
+async def kernel_interrupt(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.NotebookKernel:
+    """Interrupt the notebook's kernel (JupyterLab's Interrupt: a KeyboardInterrupt in the
+    running code), whoever started what it runs: a cell_execute or notebook_execute run
+    ends "interrupted" with its outputs so far; a notebook_execute runs no further cell.
+    Variables are kept. Returns {"path", "kernel_id", "kernel_name", "execution_state"}.
+    A notebook with no running kernel: an error, and nothing is started.
+    """
+    return await nbs.kernel_interrupt(path)
+
+
+@tool(DELETE, permissions.MANAGE_KERNEL)
+async def kernel_restart(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.NotebookKernel:
+    """Restart the notebook's kernel (JupyterLab's Restart Kernel): the same kernel, a fresh
+    process, every variable gone; people's tabs stay connected to it. A run going on ends at
+    once, with its outputs so far and a message saying the kernel was restarted. Returns
+    {"path", "kernel_id", "kernel_name", "execution_state"} once the kernel is back. A
+    notebook with no running kernel: an error, and nothing is started.
+    """
+    return await nbs.kernel_restart(path)
+
+
+@tool(DELETE, permissions.SELECT_KERNEL)
+async def kernel_select(
+    path: Path,
+    kernel_name: Annotated[str, Field(description="A kernelspec name, as kernel_list gives them (e.g. 'python3').")],
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> views.NotebookKernel:
+    """Choose or change the notebook's kernel (JupyterLab's Select Kernel).
+
+    The notebook's session gets a new kernel of `kernel_name` and its old kernel is shut down
+    (its variables are gone); a person's tab on the notebook follows, since it is the same
+    session. With no session yet, one is made with that kernel. The notebook's
+    metadata.kernelspec is set in the live document (and saved with it). Returns {"path",
+    "kernel_id", "kernel_name", "execution_state"}. An unknown kernelspec: an error naming
+    the ones there are, and nothing changes.
+    """
+    return await nbs.kernel_select(path, agent, kernel_name)
+
+
 @tool(READ_ONLY, permissions.READ)
 async def room_list(nbs: Notebooks = NOTEBOOKS) -> views.Rooms:
     """List every open collaborative document room (diagnostic, read-only).

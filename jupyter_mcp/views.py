@@ -185,6 +185,35 @@ class NotebookRun(TypedDict):
     partial: NotRequired[bool]  # a task's cells so far, not the run's answer
 
 
+class KernelSpec(TypedDict):
+    name: str
+    display_name: str
+    language: str | None
+
+
+class RunningKernel(TypedDict):
+    kernel_id: str
+    kernel_name: str | None
+    execution_state: str | None  # idle, busy, starting, ...
+    last_activity: str | None
+    connections: int  # websockets connected (a JupyterLab tab holds one)
+    notebooks: list[str]  # the notebooks whose sessions use it
+    started_by_mcp: bool  # started by MCP for a notebook that had no session (stopped when idle)
+
+
+class Kernels(TypedDict):
+    default_kernel_name: str
+    kernelspecs: list[KernelSpec]
+    kernels: list[RunningKernel]
+
+
+class NotebookKernel(TypedDict):
+    path: str
+    kernel_id: str
+    kernel_name: str | None
+    execution_state: str | None
+
+
 class Room(TypedDict):
     room_id: str
     path: str | None
