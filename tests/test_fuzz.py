@@ -210,7 +210,8 @@ def fuzz_box(tmp_path_factory):
     server.stop()
 
 
-SLOW = {"notebook_watch": {"timeout": 0.2}, "cell_execute": {"timeout": 5}, "code_execute": {"timeout": 5}}
+SLOW = {"notebook_watch": {"timeout": 0.2}, "cell_execute": {"timeout": 5}, "code_execute": {"timeout": 5},
+        "notebook_execute": {"timeout": 5}}
 
 
 def check_one(server, client, outside, tool, arguments):
@@ -228,7 +229,8 @@ def check_one(server, client, outside, tool, arguments):
 @pytest.mark.parametrize("tool", ["notebook_list", "notebook_create", "notebook_get", "notebook_watch",
                                   "notebook_list_users", "cell_get", "cell_update", "cell_insert", "cell_delete",
                                   "cell_execute", "code_execute", "room_list", "cell_edit", "cell_move",
-                                  "cell_clear_outputs"])
+                                  "cell_clear_outputs", "notebook_execute", "kernel_list", "kernel_interrupt",
+                                  "kernel_restart", "kernel_select"])
 def test_fuzz_every_tool(fuzz_box, tool):
     server, client, tools, around = fuzz_box
     schema = tools[tool]

@@ -104,3 +104,25 @@ async def test_an_unrestricted_user_does_everything(server):
         created = f"new-{uuid.uuid4().hex[:6]}.ipynb"
         await call(alice, "notebook_create", path=created)
         assert (server.root / created).exists()
+
+
+async def test_kernel_tools_ask_what_jupyters_kernel_and_session_calls_ask(server):
+    """bob (read only) lists kernels but may not interrupt, restart or change one; carol (no session
+    writes) interrupts and restarts, but may not change a notebook's kernel: as the REST API says."""
+    name, _ = new_notebook(server.root, "1")
+    async with connect(server.mcp_url, "alice-token") as alice, connect(server.mcp_url, "bob-token") as bob, \
+            connect(server.mcp_url, "carol-token") as carol:
+        await call(alice, "code_execute", path=name, code="None", timeout=120)
+        kernel_id = sessions_of(server, name)[0]["kernel"]["id"]
+        assert rest(server, "POST", f"api/kernels/{kernel_id}/interrupt", "bob-token").status_code == 403
+        assert rest(server, "POST", f"api/kernels/{kernel_id}/interrupt", "carol-token").status_code == 204
+        listed = await call(bob, "kernel_list")
+        assert [k["kernel_id"] for k in listed["kernels"] if name in k["notebooks"]] == [kernel_id]
+        for tool in ("kernel_interrupt", "kernel_restart"):
+            assert "write on kernels" in await refused(bob, tool, path=name)
+        assert "write on contents" in await refused(bob, "kernel_select", path=name, kernel_name="python3")
+        await call(carol, "kernel_interrupt", path=name)
+        await call(carol, "kernel_restart", path=name)
+        message = await refused(carol, "kernel_select", path=name, kernel_name="python3")
+        assert "write on sessions" in message and "'carol'" in message
+        assert sessions_of(server, name)[0]["kernel"]["id"] == kernel_id  # nothing changed the kernel

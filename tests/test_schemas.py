@@ -71,6 +71,12 @@ async def test_every_tool_answers_what_its_output_schema_says(mcp_url, jp_token,
             await call("code_execute", path=nb, code="from IPython.display import display, HTML\n"
                                                        "display(HTML('<i>h</i>'))\nprint('out')")
             await call("code_execute", path=nb, code="import time; time.sleep(5)", timeout=0.5, failing=True)
+            await call("notebook_execute", path=nb, start_index=4, stop_index=5)  # ok
+            await call("notebook_execute", path=nb, failing=True)  # stops at the error cell
+            await call("kernel_list")
+            await call("kernel_interrupt", path=nb)
+            await call("kernel_restart", path=nb)
+            await call("kernel_select", path=nb, kernel_name="python3")
             await call("room_list")
     finally:
         for kernel_id in list(mcp_ext.serverapp.kernel_manager.list_kernel_ids()):
