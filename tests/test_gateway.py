@@ -149,3 +149,28 @@ async def sessions(live) -> list[dict]:
     async with httpx.AsyncClient() as http:
         r = await http.get(live.url + "api/sessions", headers=live.headers)
         return r.json()
+
+
+async def test_kernel_tools_manage_the_gateway_kernel(gateway, server):
+    """kernel_list shows the gateway's kernelspecs and kernels, kernel_restart ends the agent's run on
+    the gateway kernel at once (the same kernel, its variables gone), kernel_interrupt stops a run."""
+    name, ids = new_notebook(server.root, "kept = 1", TICKER, TICKER.replace("tick", "tock"), prefix="gw-kernel")
+    async with connect(server.mcp_url, server.token) as mcp, connect(server.mcp_url, server.token) as other, \
+            UIClient(server.url, server.token, name) as ui:
+        await call(mcp, "cell_execute", path=name, cell_id=ids[0], timeout=120)
+        listed = await call(mcp, "kernel_list")
+        assert "python3" in {s["name"] for s in listed["kernelspecs"]}
+        mine = [k for k in listed["kernels"] if name in k["notebooks"]]
+        assert len(mine) == 1 and mine[0]["kernel_id"] in gateway.kernel_ids()
+        run = asyncio.create_task(mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[1], "timeout": 300}))
+        await ui.wait_for(lambda: "tick 3" in stdout_of(ui.nb.ycells[1]), timeout=60)
+        await call(other, "kernel_interrupt", path=name)
+        interrupted = await asyncio.wait_for(run, 30)
+        assert interrupted.is_error and interrupted.structured_content["status"] == "interrupted"
+        run = asyncio.create_task(mcp.call_tool("cell_execute", {"path": name, "cell_id": ids[2], "timeout": 300}))
+        await ui.wait_for(lambda: "tock 3" in stdout_of(ui.nb.ycells[2]), timeout=60)
+        assert (await call(other, "kernel_restart", path=name))["kernel_id"] == mine[0]["kernel_id"]
+        restarted = await asyncio.wait_for(run, 30)
+        assert restarted.is_error and "kernel was restarted" in restarted.content[0].text
+        gone, _ = await failed_run(mcp, "code_execute", path=name, code="kept")
+        assert gone["outputs"][0]["ename"] == "NameError"
