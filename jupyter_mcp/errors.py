@@ -8,12 +8,14 @@ else a tool raises is a bug and is logged with its traceback.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import Middleware
 
 log = logging.getLogger(__name__)
 
@@ -47,3 +49,23 @@ def named_failures(tool: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitab
             raise ToolError(f"{tool.__name__} failed: {detail}. The call was not refused: the server could not "
                             "carry it out (its log has the traceback)") from exc
     return run
+
+
+class KnownArguments(Middleware):
+    """An argument a tool does not take is refused, naming the ones it takes (and the one meant,
+    when it is a near miss), before the tool runs or a task is made for it. ``parameters`` maps
+    each tool's name to its argument names."""
+
+    def __init__(self, parameters: dict[str, list[str]]) -> None:
+        self.parameters = parameters
+
+    async def on_call_tool(self, context: Any, call_next: Any) -> Any:
+        name = context.message.name
+        allowed = self.parameters.get(name)
+        unknown = sorted(set(context.message.arguments or {}) - set(allowed or ())) if allowed is not None else []
+        if unknown:
+            hints = [f"{arg!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(arg, allowed, 1))
+                     else repr(arg) for arg in unknown]
+            raise NotebookError(f"{name} takes no argument {', '.join(hints)}; its arguments are: "
+                                f"{', '.join(allowed)}. Nothing was done")
+        return await call_next(context)

@@ -15,13 +15,13 @@ from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from . import cells, changes, execution, files, moves, outputs, permissions, presence
+from . import cells, changes, execution, files, moves, outputs, permissions, presence, search
 from .activity import Activity
 from .cells import CellType
 from .errors import NotebookError
 from .identity import Agent
 from .kernels import Kernels
-from .paths import canonical_path
+from .paths import canonical_path, read_real_file
 from .presence import AgentPresence
 from .rooms import LiveNotebook, Rooms, file_id_of
 
@@ -91,6 +91,42 @@ class Notebooks:
         i = cells.locate(nb.doc, cell_id, index)
         images = outputs.Images(max_image_bytes or None)
         return read_answer(_agent_cell(cells.cell_view(nb.doc.ycells[i], i), True, max_output_chars, images), images)
+
+    async def search(self, query: str, path: str | None, folder: str, case_sensitive: bool, include_outputs: bool,
+                     max_results: int) -> dict[str, Any]:
+        """Each notebook as people see it now: its live document if a room is open (unsaved edits
+        included), else its file. Files are listed, read and searched in worker threads."""
+        if not query:
+            raise NotebookError("query is empty: pass the text to find")
+        if len(query) > search.MAX_QUERY_CHARS:
+            raise NotebookError(f"query is {len(query)} characters long; at most {search.MAX_QUERY_CHARS}")
+        if "\n" in query or "\r" in query:
+            raise NotebookError("query holds a line break; the search matches within one line")
+        if path is not None and folder:
+            raise NotebookError("give path (one notebook) or folder, not both")
+        if path is not None:
+            targets = [self.rooms.existing(path)]
+        else:
+            folder = canonical_path(self.root_dir, folder, notebook=False)
+            targets = [n["path"] for n in await asyncio.to_thread(files.list_notebooks, self.root_dir, folder)]
+        matches: list[dict[str, Any]] = []
+        unreadable: list[str] = []
+        more = False
+        for target in targets:
+            nb = self.rooms.find(target)
+            try:
+                every = (await cells.read_all(nb.doc) if nb is not None else
+                         search.cells_of_file(await asyncio.to_thread(read_real_file, self.root_dir, target)))
+            except (OSError, ValueError, NotebookError):  # gone, swapped for a link, or not a notebook's JSON
+                unreadable.append(target)
+                continue
+            found, more = await asyncio.to_thread(search.search_cells, every, query, case_sensitive,
+                                                  include_outputs, max_results - len(matches))
+            matches.extend({"path": target, **match} for match in found)
+            if more:
+                break
+        return {"query": query, "matches": matches, "truncated": more, "notebooks_searched": len(targets),
+                "unreadable": unreadable}
 
     async def watch(self, path: str, agent: Agent, timeout: float) -> dict[str, Any]:
         nb = await self.open(path, agent)

@@ -148,7 +148,8 @@ class Rooms:
     def canonical(self, path: object) -> str:
         return canonical_path(self.root_dir, path)
 
-    def _existing_notebook(self, path: object) -> str:
+    def existing(self, path: object) -> str:
+        """The canonical path of a notebook in the workspace that the tools may open; else a refusal."""
         canonical = self.canonical(path)
         hidden = hidden_part(canonical)
         if hidden is not None and not self.serverapp.contents_manager.allow_hidden:
@@ -167,7 +168,7 @@ class Rooms:
 
         For the tools that change a notebook: an edit of a file the server cannot write could
         never be saved, so it is refused before it changes anything."""
-        canonical = self._existing_notebook(path)
+        canonical = self.existing(path)
         refusal = self._cannot_write(canonical)
         if refusal is not None:
             raise NotebookError(f"{refusal}, so an edit could never be saved; nothing was changed. Reading it "
@@ -183,7 +184,7 @@ class Rooms:
 
     async def open(self, path: object) -> LiveNotebook:
         """The live notebook at ``path``, attaching to its room or creating it."""
-        canonical = self._existing_notebook(path)
+        canonical = self.existing(path)
         room_id = self._resolved.get(canonical)
         if room_id is not None:  # the room this path resolved to last time, if it is still that file's
             room = self._table.get(room_id)

@@ -7,9 +7,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastmcp import FastMCP
+from fastmcp.tools import FunctionTool
 
 from ._version import __version__
-from .errors import named_failures
+from .errors import KnownArguments, named_failures
 from .identity import principal_of
 from .notebooks import Notebooks
 from .tasks import TaskManager, TasksExtension
@@ -35,8 +36,12 @@ def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager) -> 
         yield {"notebooks": notebooks}
 
     mcp = FastMCP(name, instructions=INSTRUCTIONS, version=__version__, mask_error_details=False, lifespan=lifespan)
+    parameters = {}
     for fn, options in TOOLS:
         mcp.tool(named_failures(fn), **options)
+        # the arguments it takes, as its input schema lists them (injected ones are not there)
+        parameters[fn.__name__] = list(FunctionTool.from_function(fn).parameters.get("properties", {}))
+    mcp.add_middleware(KnownArguments(parameters))
     mcp.add_middleware(Authorize(NEEDS))
     TasksExtension(tasks, principal_of).install(mcp)
     return mcp

@@ -152,6 +152,31 @@ async def notebook_get(
 
 
 @tool(READ_ONLY, permissions.READ)
+async def notebook_search(
+    query: Annotated[str, Field(description="The text to find, literally, within one line (not a regular expression).")],
+    path: Annotated[str | None, Field(description="Search only this notebook.")] = None,
+    folder: Annotated[str, Field(description="Search the notebooks under this workspace sub-folder; empty for the "
+                                             "whole workspace.")] = "",
+    case_sensitive: Annotated[bool, Field(description="Match case exactly (default: ignore case).")] = False,
+    include_outputs: Annotated[bool, Field(description="Also search the cells' outputs (their text forms).")] = False,
+    max_results: Annotated[int, Field(description="At most this many matches (max 500).", ge=1, le=500)] = 100,
+    nbs: Notebooks = NOTEBOOKS,
+) -> views.SearchResult:
+    """Find text in the cell sources (and, with include_outputs, the outputs) of every notebook
+    in the workspace, of the notebooks under `folder`, or of one notebook (`path`).
+
+    Each notebook is searched as people see it now: its live document when it is open in
+    JupyterLab or by an agent (unsaved edits included), else its file; the same notebooks as
+    notebook_list. Returns {"query", "matches": [{"path", "cell_id", "index", "cell_type",
+    "where": "source"|"output", "line", "excerpt"}], "truncated", "notebooks_searched",
+    "unreadable"}: matches in path order, then cell order, then line order; `line` counts
+    from 1 within the source or the output's text; `truncated` says there were more than
+    max_results (narrow the query, the folder or the notebook). Opens no room.
+    """
+    return await nbs.search(query, path, folder, case_sensitive, include_outputs, max_results)
+
+
+@tool(READ_ONLY, permissions.READ)
 async def notebook_watch(
     path: Path,
     timeout: Annotated[float, Field(description="Seconds to wait for a change (max 300).", gt=0, le=300)] = 30,

@@ -185,6 +185,24 @@ class NotebookRun(TypedDict):
     partial: NotRequired[bool]  # a task's cells so far, not the run's answer
 
 
+class SearchMatch(TypedDict):
+    path: str
+    cell_id: str | None
+    index: int
+    cell_type: CellType
+    where: Literal["source", "output"]
+    line: int  # 1-based, within the cell's source or within that output's text
+    excerpt: str  # the matching line (a window of it around the match when long)
+
+
+class SearchResult(TypedDict):
+    query: str
+    matches: list[SearchMatch]
+    truncated: bool  # more matches than max_results: narrow the search
+    notebooks_searched: int
+    unreadable: list[str]  # notebooks that could not be read (not a notebook's JSON, gone meanwhile)
+
+
 class KernelSpec(TypedDict):
     name: str
     display_name: str

@@ -26,7 +26,7 @@ def test_tools_reference_is_current():
 
 NOUNS = {"notebook", "cell", "code", "kernel", "room"}
 VERBS = {"list", "create", "get", "watch", "update", "insert", "delete", "execute", "edit", "move", "clear",
-         "interrupt", "restart", "select"}
+         "interrupt", "restart", "select", "search"}
 
 
 def test_every_tool_is_documented_and_named_noun_verb():

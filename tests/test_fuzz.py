@@ -230,7 +230,7 @@ def check_one(server, client, outside, tool, arguments):
                                   "notebook_list_users", "cell_get", "cell_update", "cell_insert", "cell_delete",
                                   "cell_execute", "code_execute", "room_list", "cell_edit", "cell_move",
                                   "cell_clear_outputs", "notebook_execute", "kernel_list", "kernel_interrupt",
-                                  "kernel_restart", "kernel_select"])
+                                  "kernel_restart", "kernel_select", "notebook_search"])
 def test_fuzz_every_tool(fuzz_box, tool):
     server, client, tools, around = fuzz_box
     schema = tools[tool]

@@ -74,6 +74,7 @@ async def test_every_tool_answers_what_its_output_schema_says(mcp_url, jp_token,
             await call("notebook_execute", path=nb, start_index=4, stop_index=5)  # ok
             await call("notebook_execute", path=nb, failing=True)  # stops at the error cell
             await call("kernel_list")
+            await call("notebook_search", query="x", include_outputs=True)
             await call("kernel_interrupt", path=nb)
             await call("kernel_restart", path=nb)
             await call("kernel_select", path=nb, kernel_name="python3")

@@ -58,3 +58,20 @@ async def test_the_wrapped_tool_keeps_its_schema():
         tools = {t.name: t for t in await client.list_tools()}
     assert tools["broken"].inputSchema["properties"] == {"path": {"type": "string"}}
     assert tools["broken"].description.startswith("Fails the way")
+
+
+async def test_an_unknown_argument_is_refused_naming_the_valid_ones():
+    from jupyter_mcp.errors import KnownArguments
+
+    async def cell_get(path: str, cell_id: str | None = None, index: int | None = None) -> str:
+        return "read"
+
+    mcp = FastMCP("arguments", mask_error_details=False)
+    mcp.tool(cell_get)
+    mcp.add_middleware(KnownArguments({"cell_get": ["path", "cell_id", "index"]}))
+    async with Client(mcp) as client:
+        result = await client.call_tool("cell_get", {"path": "a.ipynb", "idx": 3, "zzz": 1}, raise_on_error=False)
+        assert result.is_error
+        assert result.content[0].text == ("cell_get takes no argument 'idx' (did you mean 'index'?), 'zzz'; its "
+                                          "arguments are: path, cell_id, index. Nothing was done")
+        assert (await client.call_tool("cell_get", {"path": "a.ipynb", "index": 3})).data == "read"
