@@ -303,11 +303,17 @@ async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float
                    max_chars: int) -> ToolResult:
     if not code.strip():
         raise NotebookError("code is empty: pass the code to run")
+    execution = await scratch(kernels, nb, code, timeout, client)
+    return answer(execution, {"path": nb.path}, max_chars, rest=None)  # scratch code: nothing else keeps its outputs
+
+
+async def scratch(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float,
+                  client: ClientStream | None) -> Execution:
+    """Code run in the notebook's kernel outside any cell, with the task hooks wired."""
     partial = _PartialOutputs()
     record_output(partial)
     on_output = partial.recording((lambda event, so_far: client.send(event)) if client is not None else None)
-    execution = await (await _stoppable(lambda stop: _run(kernels, nb, code, timeout, on_output, stop)))
-    return answer(execution, {"path": nb.path}, max_chars, rest=None)  # scratch code: nothing else keeps its outputs
+    return await (await _stoppable(lambda stop: _run(kernels, nb, code, timeout, on_output, stop)))
 
 
 class _NotebookStop:

@@ -112,7 +112,7 @@ NB = SimpleNamespace(path="nb.ipynb", kernelspec_name=lambda: None)
 
 async def run_as_tool(kernels: Kernels, code: str, timeout: float = 5):
     """What code_execute does: the run started with its stop registered."""
-    return await (await execution._stoppable(lambda stop: execution._run(kernels, NB, code, timeout, None, stop)))
+    return await execution.scratch(kernels, NB, code, timeout, None)
 
 
 async def test_on_start_gets_the_interrupt_before_the_code_is_sent():
