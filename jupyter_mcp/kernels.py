@@ -172,16 +172,18 @@ class Kernels:
         existing = await self._existing_kernel(path)
         if existing is not None:
             return existing
+        specs = await self.specs()
+        return await self._new_session(path, kernel_name if kernel_name in specs else self.km.default_kernel_name)
+
+    async def _new_session(self, path: str, kernel_name: str) -> str:
+        """A session MCP makes for the notebook, with a new kernel of ``kernel_name``: its kernel id."""
         self._refuse_over_cap(path)
-        sm = self.serverapp.session_manager
-        specs = await ensure_async(self.serverapp.kernel_spec_manager.get_all_specs())  # a gateway's, with one
-        name = kernel_name if kernel_name in specs else None
         self._starting += 1
         try:
-            session = await sm.create_session(path=path, name=os.path.basename(path), type="notebook",
-                                              kernel_name=name or self.km.default_kernel_name)
+            session = await self.serverapp.session_manager.create_session(
+                path=path, name=os.path.basename(path), type="notebook", kernel_name=kernel_name)
         except Exception as exc:
-            raise NotebookError(f"could not start a kernel for {path!r}: {exc}") from None
+            raise NotebookError(f"could not start a {kernel_name!r} kernel for {path!r}: {exc}") from None
         finally:
             self._starting -= 1
         kernel_id = session["kernel"]["id"]
@@ -398,17 +400,7 @@ class Kernels:
             session = next((s for s in await sm.list_sessions()
                             if session_path(s.get("path") or "") == path and s.get("kernel")), None)
             if session is None:
-                self._refuse_over_cap(path)
-                self._starting += 1
-                try:
-                    created = await sm.create_session(path=path, name=os.path.basename(path), type="notebook",
-                                                      kernel_name=kernel_name)
-                except Exception as exc:
-                    raise NotebookError(f"could not start a {kernel_name!r} kernel for {path!r}: {exc}") from None
-                finally:
-                    self._starting -= 1
-                kernel_id = created["kernel"]["id"]
-                self._started[kernel_id] = Started(path, created["id"], time.monotonic())
+                kernel_id = await self._new_session(path, kernel_name)
             else:
                 old = session["kernel"]["id"]
                 try:
