@@ -26,6 +26,7 @@ from .rooms import LiveNotebook, Rooms
 from .tasks import record_output, register_interrupt, report_status
 
 RUNNING_MARK_SEC = 0.05  # a cell still silent after this shows as running ([*]) at once
+CANCELLED = "cancelled: no further cell was run"  # a notebook run's task was cancelled
 
 
 class ClientStream:
@@ -361,29 +362,28 @@ class _NotebookProgress:
 
     def answer(self, not_run: list[str], message: str | None) -> ToolResult:
         """Each cell's status, count and outputs; a failed call if any cell did not end ok."""
-        runs = [(cell_id, at, execution, None) for cell_id, at, execution in self.ran]
-        return self._result(runs, not_run, message, partial=False)
+        return self._result(self.ran, not_run, message, partial=False)
 
     def __call__(self, ending: str) -> dict[str, Any] | None:
         """The task's result, should it end without the run's answer: the cells that ran and the
         outputs so far of the one running."""
-        runs: list[tuple[str, int, Execution, str | None]] = [(i, at, e, None) for i, at, e in self.ran]
+        runs = list(self.ran)
         if self.current is not None:
             cell_id, at, so_far = self.current
             runs.append((cell_id, at, Execution(status="interrupted" if ending == "cancelled" else "error",
-                                                outputs=so_far.outputs), f"{ending} while it ran"))
+                                                outputs=so_far.outputs, message=f"{ending} while it ran")))
         if not runs:
             return None
         result = self._result(runs, [], f"{ending}: the cells so far", partial=True)
         return {"content": [b.model_dump(by_alias=True, mode="json", exclude_none=True) for b in result.content],
                 "structuredContent": result.structured_content, "isError": ending != "cancelled"}
 
-    def _result(self, runs: list[tuple[str, int, Execution, str | None]], not_run: list[str], message: str | None,
+    def _result(self, runs: list[tuple[str, int, Execution]], not_run: list[str], message: str | None,
                 partial: bool) -> ToolResult:
         images = outputs.Images(self.max_image_bytes or None)
         described, lines = [], []
-        for cell_id, at, execution, note in runs:
-            note = note or execution.message
+        for cell_id, at, execution in runs:
+            note = execution.message
             summary = outputs.summarize(execution.outputs, self.max_chars, images)
             cell: dict[str, Any] = {"cell_id": cell_id, "index": at, "status": execution.status,
                                     "execution_count": execution.execution_count, "outputs": summary}
@@ -446,7 +446,7 @@ async def run_cells(rooms: Rooms, activity: Activity, kernels: Kernels, nb: Live
             progress.skipped.append({"cell_id": cell_id, "reason": reason})
             continue
         if halt.requested:
-            message = "cancelled: no further cell was run"
+            message = CANCELLED
             break
         partial = _PartialOutputs()
         run, live = _in_cell(rooms, activity, kernels, nb, at, timeout, None, partial,
@@ -469,7 +469,7 @@ async def run_cells(rooms: Rooms, activity: Activity, kernels: Kernels, nb: Live
             halt.current = None
         progress.ran.append((cell_id, run.index, execution))
         if halt.requested:
-            message = "cancelled: no further cell was run"
+            message = CANCELLED
             break
         if execution.status != "ok" and not continue_on_error:
             message = f"stopped at cell {run.index}, which ended {execution.status} (continue_on_error runs on)"

@@ -159,13 +159,17 @@ class Kernels:
         self._drop_gone()
         return path in self._by_path or await self._existing_kernel(path) is not None
 
-    async def _existing_kernel(self, path: str) -> str | None:
+    async def _session_of(self, path: str) -> dict[str, Any] | None:
+        """The notebook's session with a live kernel, if it has one."""
         for session in await self.serverapp.session_manager.list_sessions():
-            if session_path(session.get("path") or "") == path and session.get("kernel"):
-                kernel_id = session["kernel"]["id"]
-                if kernel_id in self.km:
-                    return kernel_id
+            if (session_path(session.get("path") or "") == path and session.get("kernel")
+                    and session["kernel"]["id"] in self.km):
+                return session
         return None
+
+    async def _existing_kernel(self, path: str) -> str | None:
+        session = await self._session_of(path)
+        return session["kernel"]["id"] if session is not None else None
 
     async def _session_kernel(self, path: str, kernel_name: str | None) -> str:
         """The kernel of the session whose path is the notebook's, or of a new session."""
@@ -361,7 +365,7 @@ class Kernels:
             await self.km.restart_kernel(kernel_id, now=True)
         except Exception as exc:
             raise KernelDied(f"the kernel could not be restarted: {type(exc).__name__}: {exc}") from None
-        self.restarted(kernel_id)
+        self.restarted(kernel_id)  # and a client made while it restarted is made again
 
     async def specs(self) -> dict[str, Any]:
         """The kernelspecs this server (or its gateway) can start, by name."""
@@ -397,8 +401,7 @@ class Kernels:
             raise NotebookError(f"no kernelspec named {kernel_name!r}; this server has: {', '.join(sorted(specs))}")
         async with self._session_locks[path]:
             sm = self.serverapp.session_manager
-            session = next((s for s in await sm.list_sessions()
-                            if session_path(s.get("path") or "") == path and s.get("kernel")), None)
+            session = await self._session_of(path)
             if session is None:
                 kernel_id = await self._new_session(path, kernel_name)
             else:

@@ -109,11 +109,12 @@ class Notebooks:
         else:
             folder = canonical_path(self.root_dir, folder, notebook=False)
             targets = [n["path"] for n in await asyncio.to_thread(files.list_notebooks, self.root_dir, folder)]
+        live = self.rooms.open_notebooks()
         matches: list[dict[str, Any]] = []
         unreadable: list[str] = []
         more = False
         for target in targets:
-            nb = self.rooms.find(target)
+            nb = live.get(target)
             try:
                 every = (await cells.read_all(nb.doc) if nb is not None else
                          search.cells_of_file(await asyncio.to_thread(read_real_file, self.root_dir, target)))

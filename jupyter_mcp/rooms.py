@@ -292,6 +292,15 @@ class Rooms:
     def path_of(self, room_id: str) -> str | None:
         return self.file_ids.get_path(file_id_of(room_id))
 
+    def open_notebooks(self) -> dict[str, LiveNotebook]:
+        """Every notebook with an open room, by path (one file-id lookup per open room)."""
+        found = {}
+        for room_id, room in self.document_rooms():
+            path = self.path_of(room_id)
+            if path is not None:
+                found[path] = LiveNotebook(path, room_id, room)
+        return found
+
     def global_awareness(self) -> Any | None:
         """The room whose awareness JupyterLab's Collaborators panel shows, if it is open."""
         return self._table.get(GLOBAL_AWARENESS_ROOM)

@@ -58,6 +58,8 @@ async def test_searches_the_live_document_with_a_persons_unsaved_typing(live):
             found = await call(mcp, "notebook_search", query="quokka", folder=where)
             if found["matches"]:
                 break
+        # found before the room's save (1 s after the typing) wrote it: read from the live document
+        assert "quokka" not in (live.root / name).read_text()
         assert found["matches"] == [{"path": name, "cell_id": ids[0], "index": 0, "cell_type": "code",
                                      "where": "source", "line": 2, "excerpt": "quokka = 2  # typed, not saved"}]
 
