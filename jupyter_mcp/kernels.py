@@ -268,6 +268,21 @@ class Kernels:
             self.forget(kernel_id)
             client = None
         if client is None:
+            try:
+                client = await self._ready_client(kernel_id, time.monotonic() + min(timeout, READY_TIMEOUT_SEC))
+            except RuntimeError as exc:
+                if timeout < READY_TIMEOUT_SEC:
+                    raise NotStarted(str(exc)) from None
+                raise KernelDied(f"the kernel is not responding: {exc}") from None
+            self._clients[kernel_id] = client
+            self._client_restarts[kernel_id] = self._restarts[kernel_id]
+        return client
+
+    async def _ready_client(self, kernel_id: str, deadline: float) -> Any:
+        """A new client of the kernel, once it answers. A kernel can die while it starts (its ports are
+        picked before it binds them, and another process may take one meanwhile); its nanny (jupyter_client's
+        KernelRestarter) then starts it again on new ports, so that is waited for, up to ``deadline``."""
+        while True:
             client = kernel_client(self.km.get_kernel(kernel_id))
             client.allow_stdin = False
             try:
@@ -276,18 +291,27 @@ class Kernels:
                 raise KernelDied(f"could not connect to the notebook's kernel: {type(exc).__name__}: {exc}; "
                                  "this code was not run") from None
             try:
-                await client.wait_for_ready(timeout=min(timeout, READY_TIMEOUT_SEC))
+                await client.wait_for_ready(timeout=max(0.1, deadline - time.monotonic()))
+                return client
             except asyncio.CancelledError:
                 client.stop_channels()
                 raise
-            except RuntimeError as exc:
+            except RuntimeError:
                 client.stop_channels()
-                if timeout < READY_TIMEOUT_SEC:
-                    raise NotStarted(str(exc)) from None
-                raise KernelDied(f"the kernel is not responding: {exc}") from None
-            self._clients[kernel_id] = client
-            self._client_restarts[kernel_id] = self._restarts[kernel_id]
-        return client
+                if not await self._restarted_by_nanny(kernel_id, deadline):
+                    raise
+
+    async def _restarted_by_nanny(self, kernel_id: str, deadline: float) -> bool:
+        """Whether a local kernel that died is alive again before ``deadline``: not when it is
+        shut down, or its nanny gave up (Jupyter Server then drops it)."""
+        kernel = self.km.get_kernel(kernel_id) if kernel_id in self.km else None
+        if kernel is None or is_remote(kernel) or getattr(kernel, "shutting_down", False):
+            return False
+        while time.monotonic() < deadline and kernel_id in self.km:
+            if await kernel.is_alive():
+                return True
+            await asyncio.sleep(0.2)
+        return False
 
     def forget(self, kernel_id: str) -> None:
         client = self._clients.pop(kernel_id, None)

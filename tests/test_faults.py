@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import signal
+import sys
 import time
 import uuid
 
@@ -185,3 +186,36 @@ async def test_kernels_shut_down_from_the_ui_leave_nothing_open_in_the_server(li
             seen.append(open_in_server())
     (threads_first, fds_first), (threads_last, fds_last) = seen[1], seen[-1]
     assert threads_last <= threads_first + 1 and fds_last <= fds_first + 4, seen
+
+
+PORT_TAKEN_ONCE = """import json, os, socket, sys
+connection_file, marker = sys.argv[1], sys.argv[2]
+if not os.path.exists(marker):  # the first start: another process holds the kernel's shell port
+    open(marker, "w").close()
+    info = json.load(open(connection_file))
+    taken = socket.socket()
+    taken.bind((info["ip"], info["shell_port"]))
+    taken.listen()
+from ipykernel.kernelapp import launch_new_instance
+sys.argv = [sys.argv[0], "-f", connection_file]
+launch_new_instance()
+"""
+
+
+async def test_kernel_that_dies_while_starting_is_waited_for_through_its_restart(live, tmp_path):
+    """Ports are picked before the kernel binds them, so another process can take one meanwhile
+    (many kernels starting at once): the kernel dies while starting and its nanny restarts it on new
+    ports. The agent's first call waits for that instead of failing."""
+    spec_name = f"port-taken-{uuid.uuid4().hex[:6]}"
+    spec = live.base / "data" / "kernels" / spec_name
+    spec.mkdir(parents=True)
+    (spec / "start.py").write_text(PORT_TAKEN_ONCE)
+    marker = tmp_path / "started-once"
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, str(spec / "start.py"), "{connection_file}", str(marker)],
+        "display_name": "Python 3 (port taken once)", "language": "python"}))
+    async with connect(live.mcp_url, live.token) as mcp:
+        created = await call(mcp, "notebook_create", path=f"{spec_name}.ipynb", kernel_name=spec_name)
+        answer = await call(mcp, "code_execute", path=created["path"], code="print('up')", timeout=120)
+        assert marker.exists()  # the first start did die on the taken port
+        assert answer["status"] == "ok" and answer["outputs"][0]["text"] == "up\n"
