@@ -23,6 +23,7 @@ from .kernels import KERNEL_ACTIONS, Kernels
 from .notebooks import Notebooks
 from .presence import AgentPresence
 from .rooms import Rooms, file_id_of
+from .resources import Subscriptions
 from .server import build_server
 from .sweeper import Sweeper
 from .tasks import Limits, TaskManager, load_store
@@ -188,7 +189,8 @@ class JupyterMCPApp(ExtensionApp):
         self.tasks = TaskManager(store, default_ttl_ms=self.task_default_ttl, max_ttl_ms=self.task_max_ttl,
                                  poll_interval_ms=self.task_poll_interval, limits=limits)
         notebooks = Notebooks(self.serverapp, root_dir, self.rooms, self.activity, self.presence, self.kernels)
-        self.mcp = build_server(self.server_name, notebooks, self.tasks)
+        self.subscriptions = Subscriptions(notebooks)
+        self.mcp = build_server(self.server_name, notebooks, self.tasks, self.subscriptions)
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)
         self._lifespan = Lifespan(self.asgi_app)
 
@@ -246,6 +248,7 @@ class JupyterMCPApp(ExtensionApp):
     async def stop_extension(self) -> None:
         await self.tasks.stop()  # tasks still running here end "failed: server stopped"
         await self.presence.stop()
+        self.subscriptions.close()  # listen streams end, saying so; rooms are no longer watched
         await self.sweeper.stop()  # saves every room MCP used, before the rooms go
         await self._lifespan.stop()
         self.kernels.close()

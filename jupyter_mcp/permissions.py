@@ -87,7 +87,8 @@ def current_permissions() -> Permissions | Unrestricted:
 
 class Authorize(Middleware):
     """Before any tool runs (and before a task is made for it), its needs are asked of the
-    authorizer; ``needs`` maps each tool's name to what it needs."""
+    authorizer; ``needs`` maps each tool's name to what it needs. Listing and reading the
+    notebook resources is reading contents."""
 
     def __init__(self, needs: dict[str, tuple[Need, ...]]) -> None:
         self.needs = needs
@@ -95,4 +96,16 @@ class Authorize(Middleware):
     async def on_call_tool(self, context: Any, call_next: Any) -> Any:
         name = context.message.name
         await current_permissions().require(self.needs.get(name, ()), name)
+        return await call_next(context)
+
+    async def on_list_resources(self, context: Any, call_next: Any) -> Any:
+        await current_permissions().require(READ, "resources/list")
+        return await call_next(context)
+
+    async def on_list_resource_templates(self, context: Any, call_next: Any) -> Any:
+        await current_permissions().require(READ, "resources/templates/list")
+        return await call_next(context)
+
+    async def on_read_resource(self, context: Any, call_next: Any) -> Any:
+        await current_permissions().require(READ, "resources/read")
         return await call_next(context)

@@ -282,6 +282,10 @@ class Rooms:
             return self._in_use(nb)
         return await self.open(nb.path)
 
+    async def content(self, nb: LiveNotebook) -> dict[str, Any]:
+        """The live notebook as its file would hold it if it were saved now."""
+        return _without_placeholders(await _content(nb.doc))
+
     # -- what is open ----------------------------------------------------------
 
     def document_rooms(self) -> Iterator[tuple[str, Any]]:

@@ -15,6 +15,7 @@ from .identity import principal_of
 from .notebooks import Notebooks
 from .tasks import TaskManager, TasksExtension
 from .permissions import Authorize
+from .resources import NotebookResources, Subscriptions
 from .tools import NEEDS, TOOLS
 
 INSTRUCTIONS = """\
@@ -27,9 +28,11 @@ inserts or deletes a cell, ids never change.
 """
 
 
-def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager) -> FastMCP:
+def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager,
+                 subscriptions: Subscriptions | None = None) -> FastMCP:
     """The MCP server: every tool, injected with ``notebooks`` while the server runs, and
-    every tool callable as a task of ``tasks``. (``notebooks`` may be None to only list tools.)"""
+    every tool callable as a task of ``tasks``; the notebooks as resources, which
+    ``subscriptions`` serves subscriptions to. (``notebooks`` may be None to only list tools.)"""
 
     @asynccontextmanager
     async def lifespan(server: Any) -> AsyncIterator[dict[str, Any]]:
@@ -44,4 +47,7 @@ def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager) -> 
     mcp.add_middleware(KnownArguments(parameters))
     mcp.add_middleware(Authorize(NEEDS))
     TasksExtension(tasks, principal_of).install(mcp)
+    mcp.add_provider(NotebookResources(notebooks))
+    if subscriptions is not None:
+        subscriptions.install(mcp)
     return mcp

@@ -1,0 +1,185 @@
+"""The notebooks as MCP resources, on a real server with the real SDK client over HTTP and a
+person's collaborative client beside it: listed and read from the live document (what the person
+sees, unsaved edits included), and subscriptions on both protocol eras told when that document
+changes, whoever changed it."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import warnings
+
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import ResourceUpdated
+
+from jupyter_mcp.client import LEGACY, MODERN, Tasks, connect
+from jupyter_mcp.testing import UIClient, call, new_notebook
+
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+SHOW_PNG = ("from IPython.display import Image, display\nimport base64\n"
+            f"display(Image(data=base64.b64decode({base64.b64encode(PNG).decode()!r})))\nprint('printed')")
+
+
+def uri(path: str, cell_id: str | None = None, output: int | None = None) -> str:
+    text = f"notebook://{path}"
+    if cell_id is not None:
+        text += f"/cells/{cell_id}"
+    if output is not None:
+        text += f"/outputs/{output}"
+    return text
+
+
+def type_into(ui: UIClient, index: int, text: str) -> None:
+    """The person types ``text`` at the end of a cell."""
+    source = ui.nb.ycells[index]["source"]
+    source.insert(len(str(source).encode()), text)
+
+
+async def read(client, resource: str) -> list:
+    return (await client.read_resource(resource)).contents
+
+
+class Updates:
+    """The resources/updated notifications a 2025-11-25 client receives."""
+
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+        self.arrived = asyncio.Event()
+
+    async def __call__(self, message) -> None:
+        root = getattr(message, "root", message)
+        if getattr(root, "method", None) == "notifications/resources/updated":
+            self.uris.append(str(root.params.uri))
+            self.arrived.set()
+
+    async def wait_for(self, wanted: str, timeout: float = 20) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while wanted not in self.uris:
+            self.arrived.clear()
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                raise AssertionError(f"no update of {wanted} in {timeout}s; got {self.uris}")
+            try:
+                await asyncio.wait_for(self.arrived.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+
+
+def subscribe(client, resource: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the SDK marks resources/subscribe deprecated (gone at 2026-07-28)
+        return client.subscribe_resource(resource)
+
+
+def unsubscribe(client, resource: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return client.unsubscribe_resource(resource)
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_notebooks_are_listed_and_read_from_the_live_document(live, mode):
+    name, ids = new_notebook(live.root, "x = 1", "print('hello')")
+    async with connect(live.mcp_url, live.token, mode=mode) as mcp, UIClient(live.url, live.token, name) as ui:
+        listed = {str(r.uri): r for r in (await mcp.list_resources()).resources}
+        assert listed[uri(name)].mime_type == "application/x-ipynb+json"
+        templates = {t.uri_template for t in (await mcp.list_resource_templates()).resource_templates}
+        assert templates == {"notebook://{path}/cells/{cell_id}", "notebook://{path}/cells/{cell_id}/outputs/{n}"}
+        type_into(ui, 0, "  # typed by a person, not saved")
+        await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)
+        [notebook] = await read(mcp, uri(name))
+        assert notebook.mime_type == "application/x-ipynb+json"
+        content = json.loads(notebook.text)
+        assert content["nbformat"] == 4 and [c["id"] for c in content["cells"]] == ids
+        assert content["cells"][0]["source"] == "x = 1  # typed by a person, not saved"
+        assert content["cells"][1]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "hello\n"}]
+        [cell] = await read(mcp, uri(name, ids[1]))
+        assert cell.mime_type == "application/json" and json.loads(cell.text)["source"] == "print('hello')"
+        [output] = await read(mcp, uri(name, ids[1], 0))
+        assert (output.mime_type, output.text) == ("text/plain", "hello\n")
+
+
+async def test_an_image_output_is_served_as_a_blob_with_its_text_beside(live):
+    name, ids = new_notebook(live.root, SHOW_PNG)
+    async with connect(live.mcp_url, live.token) as mcp:
+        ran = await call(mcp, "cell_execute", path=name, cell_id=ids[0], timeout=120)
+        assert [o["output_type"] for o in ran["outputs"]] == ["display_data", "stream"]
+        contents = {c.mime_type: c for c in await read(mcp, uri(name, ids[0], 0))}
+        assert set(contents) == {"image/png", "text/plain"}
+        assert base64.b64decode(contents["image/png"].blob) == PNG
+        assert contents["text/plain"].text == "<IPython.core.display.Image object>"
+        [printed] = await read(mcp, uri(name, ids[0], 1))
+        assert printed.text == "printed\n"
+
+
+async def test_bad_resource_uris_are_refused_saying_what_is_wrong(live):
+    name, ids = new_notebook(live.root, "1 + 1")
+    async with connect(live.mcp_url, live.token) as mcp:
+        cases = {
+            uri(name, "no-such-cell"): "no cell with id 'no-such-cell'",
+            uri(name, ids[0], 0): "has no outputs",
+            "notebook://missing-notebook.ipynb": "missing-notebook.ipynb",
+            "notebook://../outside.ipynb": "outside",
+            "notebook://notes.txt": "URIs look like notebook://<path>.ipynb",
+        }
+        for bad, says in cases.items():
+            with pytest.raises(MCPError) as refused:
+                await mcp.read_resource(bad)
+            assert says in refused.value.error.message, (bad, refused.value.error.message)
+
+
+async def test_subscribers_on_2025_11_25_are_told_of_a_persons_and_an_agents_changes(live):
+    name, ids = new_notebook(live.root, "a = 1", "print('b')")
+    updates = Updates()
+    async with connect(live.mcp_url, live.token, message_handler=updates) as mcp, \
+            UIClient(live.url, live.token, name) as ui:
+        assert mcp.server_capabilities.resources.subscribe is True
+        await subscribe(mcp, uri(name, ids[0]))
+        await subscribe(mcp, uri(name, ids[1], 0))
+        type_into(ui, 0, " + 1")  # the person types in the first cell
+        await updates.wait_for(uri(name, ids[0]))
+        assert uri(name, ids[1], 0) not in updates.uris  # the other cell did not change
+        await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)  # the agent runs the second
+        await updates.wait_for(uri(name, ids[1], 0))
+        await unsubscribe(mcp, uri(name, ids[0]))
+        updates.uris.clear()
+        type_into(ui, 0, " + 2")
+        await call(mcp, "cell_edit", path=name, cell_id=ids[1], old="'b'", new="'c'")
+        await asyncio.sleep(1)
+        assert updates.uris == []  # no longer subscribed to the first; the second's outputs did not change
+
+
+async def test_subscribers_on_2026_07_28_listen_and_are_told_of_changes_debounced(live):
+    name, ids = new_notebook(live.root, "a = 1", "b = 2")
+    async with connect(live.mcp_url, live.token, mode=MODERN) as mcp, UIClient(live.url, live.token, name) as ui:
+        discovered = await Tasks(mcp).request("server/discover", {})  # this client mode does not ask itself
+        assert discovered["capabilities"]["resources"] == {"subscribe": True, "listChanged": True}
+        async with mcp.listen(resource_subscriptions=[uri(name), uri(name, ids[1])]) as stream:
+            assert set(stream.honored.resource_subscriptions) == {uri(name), uri(name, ids[1])}
+            for _ in range(50):  # a person types 50 characters in one burst
+                type_into(ui, 1, "0")
+            events = []
+
+            async def collect() -> None:
+                async for event in stream:
+                    events.append(event)
+
+            collecting = asyncio.create_task(collect())
+            await asyncio.sleep(2)
+            collecting.cancel()
+            assert ResourceUpdated(uri(name)) in events and ResourceUpdated(uri(name, ids[1])) in events
+            assert len(events) < 50  # gathered, not one per keystroke
+
+
+async def test_subscribing_to_what_does_not_exist_is_refused(live):
+    name, ids = new_notebook(live.root, "1")
+    async with connect(live.mcp_url, live.token) as legacy, connect(live.mcp_url, live.token, mode=MODERN) as modern:
+        with pytest.raises(MCPError) as refused:
+            await subscribe(legacy, uri(name, "nope"))
+        assert "no cell with id 'nope'" in refused.value.error.message
+        with pytest.raises(MCPError) as refused:
+            async with modern.listen(resource_subscriptions=["notebook://missing.ipynb"]):
+                pass
+        assert "missing.ipynb" in refused.value.error.message
