@@ -23,7 +23,7 @@ from .kernels import KERNEL_ACTIONS, Kernels
 from .notebooks import Notebooks
 from .presence import AgentPresence
 from .rooms import Rooms, file_id_of
-from .resources import Subscriptions
+from .resources import CONTENTS_ACTIONS, Subscriptions
 from .server import build_server
 from .sweeper import Sweeper
 from .tasks import Limits, TaskManager, load_store
@@ -190,6 +190,8 @@ class JupyterMCPApp(ExtensionApp):
                                  poll_interval_ms=self.task_poll_interval, limits=limits)
         notebooks = Notebooks(self.serverapp, root_dir, self.rooms, self.activity, self.presence, self.kernels)
         self.subscriptions = Subscriptions(notebooks)
+        if event_logger is not None:  # notebooks created, renamed or deleted change the resource list
+            event_logger.add_listener(schema_id=CONTENTS_ACTIONS, listener=self.subscriptions.on_contents_event)
         self.mcp = build_server(self.server_name, notebooks, self.tasks, self.subscriptions)
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)
         self._lifespan = Lifespan(self.asgi_app)

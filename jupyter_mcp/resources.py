@@ -11,7 +11,9 @@ The path is percent-encoded, its slashes kept. ``resources/subscribe`` (2025-11-
 ``subscriptions/listen`` (2026-07-28) both watch the notebook's live room: its changes are
 gathered for ``DEBOUNCE_SEC`` and each subscribed URI they touch is sent once. A subscribed
 notebook's room stays open (the sweeper leaves it) until its last subscriber goes; a client
-holds at most ``MAX_URIS`` subscriptions.
+holds at most ``MAX_URIS`` subscriptions. Jupyter's file events (a notebook created, copied,
+renamed or deleted, by anyone) tell listeners that the resource list changed: a listen stream
+that asked for it, and every 2025-11-25 session holding a subscription.
 """
 
 from __future__ import annotations
@@ -33,7 +35,13 @@ from fastmcp.exceptions import ResourceError
 from fastmcp.resources import Resource, ResourceContent, ResourceResult
 from fastmcp.resources.template import ResourceTemplate
 from fastmcp.server.providers import Provider
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ResourceUpdated, ServerEvent
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ResourceUpdated,
+    ServerEvent,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
@@ -57,6 +65,8 @@ CELL_MIME = "application/json"
 DEBOUNCE_SEC = 0.2  # changes gathered before subscribers are told (a cell printing 10 lines a second: 5 updates)
 MAX_URIS = 100  # subscriptions one client (a 2025-11-25 session, or one listen stream) may hold
 MAX_LISTEN_STREAMS = 256  # open subscriptions/listen streams on this server
+RELIST_DEBOUNCE_SEC = 0.5  # file events gathered before the workspace's notebooks are listed again
+CONTENTS_ACTIONS = "https://events.jupyter.org/jupyter_server/contents_service/v1"  # Jupyter's file events
 
 _URI = re.compile(r"(?P<path>.+\.ipynb)(?:/cells/(?P<cell>[^/]+)(?:/outputs/(?P<output>\d+))?)?")
 _BINARY = frozenset(outputs.IMAGE_TYPES) | {"application/pdf"}
@@ -264,6 +274,9 @@ class _Watcher:
             task.add_done_callback(logs_its_error(f"publishing an update of {uri}"))
 
 
+_LIST = ""  # what a 2025-11-25 client is sent for a change in the list of notebooks
+
+
 class _LegacyClient:
     """A 2025-11-25 session's subscriptions (``resources/subscribe``), told on its connection's
     standalone stream; released when the connection goes, or once a send to it fails."""
@@ -276,10 +289,14 @@ class _LegacyClient:
         self._sending: asyncio.Task[None] | None = None
 
     def deliver(self, event: ServerEvent) -> None:
-        if isinstance(event, ResourceUpdated) and event.uri in self.uris:
+        if isinstance(event, ResourcesListChanged):
+            self._pending.add(_LIST)
+        elif isinstance(event, ResourceUpdated) and event.uri in self.uris:
             self._pending.add(event.uri)
-            if self._sending is None or self._sending.done():
-                self._sending = asyncio.ensure_future(self._send())
+        else:
+            return
+        if self._sending is None or self._sending.done():
+            self._sending = asyncio.ensure_future(self._send())
 
     async def _send(self) -> None:
         while self._pending:
@@ -289,7 +306,10 @@ class _LegacyClient:
             try:
                 if connection is None:
                     raise ConnectionError("the session is gone")
-                await connection.send_resource_updated(uri)
+                if uri == _LIST:
+                    await connection.send_resource_list_changed()
+                else:
+                    await connection.send_resource_updated(uri)
             except Exception:
                 self._pending.clear()
                 self.release()
@@ -311,6 +331,9 @@ class Subscriptions:
         self._watchers: dict[str, _Watcher] = {}  # by notebook path
         self._legacy: weakref.WeakKeyDictionary[Any, _LegacyClient] = weakref.WeakKeyDictionary()  # by connection
         self._lock = asyncio.Lock()
+        self._list_listeners = 0  # listen streams asking for list changes
+        self._listing: set[str] | None = None  # the notebooks last listed, while anyone may be told of changes
+        self._relist: asyncio.TimerHandle | None = None
 
     def install(self, mcp: Any) -> None:
         low = mcp._mcp_server
@@ -377,7 +400,7 @@ class Subscriptions:
             client = self._legacy[connection] = _LegacyClient(connection)
             unsubscribe_bus = self.bus.subscribe(client.deliver)
 
-            def release() -> None:  # holds no reference to the connection: its finalizer calls this
+            def release() -> None:
                 unsubscribe_bus()
                 alive = client.connection()
                 if alive is not None and self._legacy.get(alive) is client:
@@ -385,9 +408,13 @@ class Subscriptions:
                 for held in list(client.uris):
                     self._unwatch(held)
                 client.uris.clear()
+                if not self._legacy and not self._list_listeners:
+                    self._listing = None
 
             client.release = release
-            weakref.finalize(connection, release)
+            connection.exit_stack.callback(release)  # run when the session ends, however it ends
+            if self._listing is None:  # a 2025-11-25 client is told of list changes too
+                self._listing = await self._notebook_paths()
         client.uris.add(uri)
         return EmptyResult()
 
@@ -415,9 +442,56 @@ class Subscriptions:
             raise MCPError(INVALID_PARAMS, f"{len(requested)} resource subscriptions requested; one stream may hold "
                                            f"{MAX_URIS} at most")
         uris = list(dict.fromkeys(self._canonical_or_refuse(u) for u in requested))
+        wants_list = bool(params.notifications.resources_list_changed)
+        if wants_list:
+            await self._may_read("subscriptions/listen")
         async with self._watching(uris):
             filters = params.notifications.model_copy(update={"resource_subscriptions": uris or None})
-            return await self.listen(ctx, params.model_copy(update={"notifications": filters}))
+            if wants_list:
+                await self._listen_for_list_changes(+1)
+            try:
+                return await self.listen(ctx, params.model_copy(update={"notifications": filters}))
+            finally:
+                if wants_list:
+                    await self._listen_for_list_changes(-1)
+
+    # -- the list of notebooks -------------------------------------------------------------
+
+    async def _listen_for_list_changes(self, delta: int) -> None:
+        self._list_listeners += delta
+        if self._list_listeners and self._listing is None:
+            self._listing = await self._notebook_paths()  # what a change is a change from
+        elif not self._list_listeners and not self._legacy:
+            self._listing = None
+
+    async def _notebook_paths(self) -> set[str]:
+        found = await asyncio.to_thread(files.list_notebooks, self.notebooks.root_dir, "")
+        return {entry["path"] for entry in found}
+
+    async def on_contents_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        """Jupyter's file events (any client's: JupyterLab's, MCP's own, the REST API's): a notebook
+        created, copied, renamed or deleted changes the resource list. Saving a notebook that is
+        listed already does not; the list is read again only if something may have changed."""
+        if self._listing is None:
+            return
+        action, path = data.get("action"), str(data.get("path") or "").lstrip("/")
+        if action in ("delete", "rename", "copy") or (action == "save" and path.endswith(".ipynb")
+                                                      and path not in self._listing):
+            if self._relist is None:
+                self._relist = asyncio.get_running_loop().call_later(RELIST_DEBOUNCE_SEC, self._list_again)
+
+    def _list_again(self) -> None:
+        self._relist = None
+
+        async def relist() -> None:
+            if self._listing is None:
+                return
+            found = await self._notebook_paths()
+            if self._listing is not None and found != self._listing:
+                self._listing = found
+                await self.bus.publish(ResourcesListChanged())
+
+        asyncio.ensure_future(relist()).add_done_callback(logs_its_error("listing the notebooks again"))
 
     @asynccontextmanager
     async def _watching(self, uris: list[str]) -> AsyncIterator[None]:

@@ -9,11 +9,13 @@ naming the permission, and nothing changes.
 from __future__ import annotations
 
 import uuid
+import warnings
 
 import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
 
-from jupyter_mcp.client import Tasks, connect
+from jupyter_mcp.client import MODERN, Tasks, connect
 from jupyter_mcp.testing import LiveServer, call, disk_sources, new_notebook, refused
 
 USERS = ["--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers",
@@ -126,3 +128,28 @@ async def test_kernel_tools_ask_what_jupyters_kernel_and_session_calls_ask(serve
         message = await refused(carol, "kernel_select", path=name, kernel_name="python3")
         assert "write on sessions" in message and "'carol'" in message
         assert sessions_of(server, name)[0]["kernel"]["id"] == kernel_id  # nothing changed the kernel
+
+
+async def test_notebook_resources_need_read_on_contents(server):
+    """Listing, reading and subscribing to the notebook resources is reading contents: bob (a
+    reader) may, dave (who may reach /mcp and nothing else) is refused each, on both eras."""
+    name, ids = new_notebook(server.root, "1")
+    resource = f"notebook://{name}"
+    async with connect(server.mcp_url, "bob-token") as bob:
+        assert resource in [str(r.uri) for r in (await bob.list_resources()).resources]
+        assert '"nbformat": 4' in (await bob.read_resource(resource)).contents[0].text
+    async with connect(server.mcp_url, "dave-token") as dave, \
+            connect(server.mcp_url, "dave-token", mode=MODERN) as dave_modern:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the SDK marks resources/subscribe deprecated
+            attempts = [dave.list_resources(), dave.list_resource_templates(), dave.read_resource(resource),
+                        dave.read_resource(f"{resource}/cells/{ids[0]}"), dave.subscribe_resource(resource),
+                        dave_modern.read_resource(resource)]
+        for attempt in attempts:
+            with pytest.raises(MCPError) as refused_:
+                await attempt
+            assert "read on contents" in refused_.value.error.message and "'dave'" in refused_.value.error.message
+        with pytest.raises(MCPError) as refused_:
+            async with dave_modern.listen(resource_subscriptions=[resource]):
+                pass
+        assert "read on contents" in refused_.value.error.message

@@ -8,14 +8,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import uuid
 import warnings
 
+import httpx
 import pytest
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import ResourceUpdated
+from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from jupyter_mcp.client import LEGACY, MODERN, Tasks, connect
-from jupyter_mcp.testing import UIClient, call, new_notebook
+from jupyter_mcp.testing import LiveServer, UIClient, call, new_notebook
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 SHOW_PNG = ("from IPython.display import Image, display\nimport base64\n"
@@ -41,8 +43,11 @@ async def read(client, resource: str) -> list:
     return (await client.read_resource(resource)).contents
 
 
+LIST_CHANGED = "(the list changed)"
+
+
 class Updates:
-    """The resources/updated notifications a 2025-11-25 client receives."""
+    """The resources/updated (and list_changed) notifications a 2025-11-25 client receives."""
 
     def __init__(self) -> None:
         self.uris: list[str] = []
@@ -52,6 +57,9 @@ class Updates:
         root = getattr(message, "root", message)
         if getattr(root, "method", None) == "notifications/resources/updated":
             self.uris.append(str(root.params.uri))
+            self.arrived.set()
+        elif getattr(root, "method", None) == "notifications/resources/list_changed":
+            self.uris.append(LIST_CHANGED)
             self.arrived.set()
 
     async def wait_for(self, wanted: str, timeout: float = 20) -> None:
@@ -67,16 +75,16 @@ class Updates:
                 pass
 
 
-def subscribe(client, resource: str):
+async def subscribe(client, resource: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the SDK marks resources/subscribe deprecated (gone at 2026-07-28)
-        return client.subscribe_resource(resource)
+        await client.subscribe_resource(resource)
 
 
-def unsubscribe(client, resource: str):
+async def unsubscribe(client, resource: str) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return client.unsubscribe_resource(resource)
+        await client.unsubscribe_resource(resource)
 
 
 @pytest.mark.parametrize("mode", [LEGACY, MODERN])
@@ -183,3 +191,111 @@ async def test_subscribing_to_what_does_not_exist_is_refused(live):
             async with modern.listen(resource_subscriptions=["notebook://missing.ipynb"]):
                 pass
         assert "missing.ipynb" in refused.value.error.message
+
+
+def create_by_rest(live, name: str) -> None:
+    """A person makes a notebook (JupyterLab's New Notebook: the contents REST API)."""
+    response = httpx.put(live.url + f"api/contents/{name}", headers=live.headers, json={"type": "notebook"}, timeout=60)
+    assert response.status_code == 201, response.text
+
+
+async def test_listeners_are_told_when_a_notebook_is_made_or_deleted_not_when_one_is_saved(live):
+    kept, _ = new_notebook(live.root, "1")
+    made = f"made-{uuid.uuid4().hex[:6]}.ipynb"
+    async with connect(live.mcp_url, live.token, mode=MODERN) as mcp:
+        async with mcp.listen(resources_list_changed=True) as stream:
+            events = []
+
+            async def collect() -> None:
+                async for event in stream:
+                    events.append(event)
+
+            collecting = asyncio.create_task(collect())
+            create_by_rest(live, made)
+            await wait_until(lambda: events == [ResourcesListChanged()])
+            assert uri(made) in [str(r.uri) for r in (await mcp.list_resources()).resources]
+            saved = httpx.get(live.url + f"api/contents/{kept}", headers=live.headers, timeout=60).json()
+            httpx.put(live.url + f"api/contents/{kept}", headers=live.headers, json=saved, timeout=60)
+            await asyncio.sleep(1.5)
+            assert events == [ResourcesListChanged()]  # saving a listed notebook changes no list
+            httpx.delete(live.url + f"api/contents/{made}", headers=live.headers, timeout=60)
+            await wait_until(lambda: len(events) == 2)
+            collecting.cancel()
+    updates = Updates()
+    again = f"made-{uuid.uuid4().hex[:6]}.ipynb"
+    async with connect(live.mcp_url, live.token, message_handler=updates) as mcp:  # 2025-11-25
+        await subscribe(mcp, uri(kept))
+        await call(mcp, "notebook_create", path=again)  # an agent's new notebook: the same event
+        await updates.wait_for(LIST_CHANGED)
+
+
+async def test_one_client_holds_at_most_100_subscriptions(live):
+    name, ids = new_notebook(live.root, *[f"cell_{i} = {i}" for i in range(101)])
+    async with connect(live.mcp_url, live.token) as legacy, connect(live.mcp_url, live.token, mode=MODERN) as modern:
+        for cell_id in ids[:100]:
+            await subscribe(legacy, uri(name, cell_id))
+        await subscribe(legacy, uri(name, ids[0]))  # the same one again: still one
+        with pytest.raises(MCPError) as refused:
+            await subscribe(legacy, uri(name, ids[100]))
+        assert "already holds 100 subscriptions" in refused.value.error.message
+        with pytest.raises(MCPError) as refused:
+            async with modern.listen(resource_subscriptions=[uri(name, i) for i in ids]):
+                pass
+        assert "101 resource subscriptions requested" in refused.value.error.message
+
+
+async def wait_until(predicate, timeout: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not so after {timeout}s")
+        await asyncio.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def sweeping(tmp_path_factory):
+    """A server that closes a room one second after its last use."""
+    server = LiveServer(tmp_path_factory.mktemp("sweeping"), args=[
+        "--JupyterMCPApp.room_idle_timeout=1", "--JupyterMCPApp.room_sweep_interval=0.5"]).start()
+    yield server
+    server.stop()
+
+
+async def room_open(mcp, name: str) -> bool:
+    return name in [r["path"] for r in (await call(mcp, "room_list"))["rooms"]]
+
+
+async def test_a_subscribed_notebook_stays_open_until_its_last_subscriber_goes(sweeping):
+    name, ids = new_notebook(sweeping.root, "1")
+    async with connect(sweeping.mcp_url, sweeping.token) as mcp:
+        await subscribe(mcp, uri(name))
+        await subscribe(mcp, uri(name, ids[0]))
+        await asyncio.sleep(3)
+        assert await room_open(mcp, name)  # idle three times its timeout, and kept: someone is subscribed
+        await unsubscribe(mcp, uri(name))
+        await asyncio.sleep(3)
+        assert await room_open(mcp, name)  # one subscription is left
+        await unsubscribe(mcp, uri(name, ids[0]))
+        await wait_until_async(lambda: room_open(mcp, name), False)
+        async with connect(sweeping.mcp_url, sweeping.token, mode=MODERN) as modern:
+            async with modern.listen(resource_subscriptions=[uri(name)]):
+                await asyncio.sleep(3)
+                assert await room_open(mcp, name)
+            await wait_until_async(lambda: room_open(mcp, name), False)  # the stream ended: released
+
+
+async def test_a_session_that_goes_away_releases_its_subscriptions(sweeping):
+    name, _ = new_notebook(sweeping.root, "1")
+    async with connect(sweeping.mcp_url, sweeping.token) as watcher:
+        async with connect(sweeping.mcp_url, sweeping.token) as mcp:
+            await subscribe(mcp, uri(name))
+        # the client ended its session without unsubscribing
+        await wait_until_async(lambda: room_open(watcher, name), False)
+
+
+async def wait_until_async(check, wanted, timeout: float = 20) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while await check() != wanted:
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"still not {wanted} after {timeout}s")
+        await asyncio.sleep(0.2)

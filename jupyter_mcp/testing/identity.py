@@ -1,11 +1,12 @@
 """Real users for tests of per-user scoping and permissions.
 
 `--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers`: tokens
-'alice-token' (alice), 'bob-token' (bob) and 'carol-token' (carol), sent as
-`Authorization: token T`.
+'alice-token' (alice), 'bob-token' (bob), 'carol-token' (carol) and 'dave-token' (dave),
+sent as `Authorization: token T`.
 
 `--ServerApp.authorizer_class=jupyter_mcp.testing.identity.Restricted`: alice may do
-anything; bob may only read (and reach /mcp); carol may do anything but make sessions.
+anything; bob may only read (and reach /mcp); carol may do anything but make sessions;
+dave may reach /mcp and nothing else.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 from jupyter_server.auth.authorizer import Authorizer
 from jupyter_server.auth.identity import IdentityProvider, User
 
-TOKENS = {"alice-token": "alice", "bob-token": "bob", "carol-token": "carol"}
+TOKENS = {"alice-token": "alice", "bob-token": "bob", "carol-token": "carol", "dave-token": "dave"}
 
 
 class TwoUsers(IdentityProvider):
@@ -30,6 +31,8 @@ class Restricted(Authorizer):
     def is_authorized(self, handler, user, action, resource):
         if user.username == "bob":
             return action == "read" or resource == "mcp"
+        if user.username == "dave":
+            return resource == "mcp"
         if user.username == "carol":
             return not (resource == "sessions" and action == "write")
         return True
