@@ -22,6 +22,7 @@ from . import cells, outputs
 from .activity import Activity
 from .errors import NotebookError, logs_its_error
 from .kernels import Execution, Kernels, OnEvent, OutputEvent
+from .resources import cell_resource
 from .rooms import LiveNotebook, Rooms
 from .tasks import record_output, register_interrupt, report_status
 
@@ -162,7 +163,7 @@ class CellRun:
 
 
 def answer(execution: Execution, extra: dict[str, Any], max_chars: int,
-           rest: str | None = outputs.IN_THE_NOTEBOOK) -> ToolResult:
+           rest: str | None = outputs.IN_THE_NOTEBOOK, resource: str | None = None) -> ToolResult:
     """The agent's view of an execution: readable content blocks plus structured data.
 
     A run that did not end "ok" (the code raised, timed out, was interrupted or aborted) is
@@ -177,7 +178,7 @@ def answer(execution: Execution, extra: dict[str, Any], max_chars: int,
         **extra,
         "status": execution.status,
         "execution_count": execution.execution_count,
-        "outputs": outputs.summarize(execution.outputs, max_chars, rest=rest),
+        "outputs": outputs.summarize(execution.outputs, max_chars, rest=rest, resource=resource),
     }
     if execution.message:
         structured["message"] = execution.message
@@ -297,7 +298,9 @@ async def run_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveN
     inner = await _stoppable(live)
     inner.add_done_callback(logs_its_error("a cell run whose caller had left"))
     execution = await asyncio.shield(inner)
-    return answer(execution, {"path": nb.path, "cell_id": run.cell_id}, max_chars)
+    resource = cell_resource(nb.path, run.cell_id)
+    return answer(execution, {"path": nb.path, "cell_id": run.cell_id}, max_chars,
+                  rest=f"{outputs.IN_THE_NOTEBOOK}: resource {resource}", resource=resource)
 
 
 async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float, client: ClientStream | None,
@@ -384,7 +387,7 @@ class _NotebookProgress:
         described, lines = [], []
         for cell_id, at, execution in runs:
             note = execution.message
-            summary = outputs.summarize(execution.outputs, self.max_chars, images)
+            summary = outputs.summarize(execution.outputs, self.max_chars, images, resource=cell_resource(self.path, cell_id))
             cell: dict[str, Any] = {"cell_id": cell_id, "index": at, "status": execution.status,
                                     "execution_count": execution.execution_count, "outputs": summary}
             if note:

@@ -23,6 +23,7 @@ from .identity import Agent
 from .kernels import Kernels
 from .paths import canonical_path, read_real_file
 from .presence import AgentPresence
+from .resources import cell_resource
 from .rooms import LiveNotebook, Rooms, file_id_of
 
 
@@ -79,7 +80,7 @@ class Notebooks:
         if outline:
             views = [cells.outline_view(every[i], i) for i in range(start, stop)]
         else:
-            views = [_agent_cell(cells.cell_view(every[i], i), include_outputs, max_output_chars, images)
+            views = [_agent_cell(nb.path, cells.cell_view(every[i], i), include_outputs, max_output_chars, images)
                      for i in range(start, stop)]
         return read_answer({"path": nb.path, "room_id": nb.room_id, "cell_count": len(every),
                             "metadata": nb.metadata(), "start_index": start,
@@ -90,7 +91,8 @@ class Notebooks:
         nb = await self.open(path, agent)
         i = cells.locate(nb.doc, cell_id, index)
         images = outputs.Images(max_image_bytes or None)
-        return read_answer(_agent_cell(cells.cell_view(nb.doc.ycells[i], i), True, max_output_chars, images), images)
+        return read_answer(_agent_cell(nb.path, cells.cell_view(nb.doc.ycells[i], i), True, max_output_chars, images),
+                           images)
 
     async def search(self, query: str, path: str | None, folder: str, case_sensitive: bool, include_outputs: bool,
                      max_results: int) -> dict[str, Any]:
@@ -285,13 +287,14 @@ class Notebooks:
             await agent.permissions.require(permissions.START_SESSION, "starting the notebook's kernel (a new session)")
 
 
-def _agent_cell(view: dict[str, Any], include_outputs: bool, max_chars: int,
+def _agent_cell(path: str, view: dict[str, Any], include_outputs: bool, max_chars: int,
                 images: outputs.Images | None = None) -> dict[str, Any]:
-    """A cell view as an agent reads it: outputs summarised (their images attached to ``images``),
-    or left out."""
+    """A cell view as an agent reads it: outputs summarised (their images attached to ``images``,
+    what is left out named by its resource), or left out."""
     if "outputs" in view:
         if include_outputs:
-            view["outputs"] = outputs.summarize(view["outputs"], max_chars, images)
+            resource = cell_resource(path, view["id"]) if view.get("id") else None
+            view["outputs"] = outputs.summarize(view["outputs"], max_chars, images, resource=resource)
         else:
             del view["outputs"]
     return view

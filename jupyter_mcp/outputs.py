@@ -135,14 +135,15 @@ class Images:
         self.left = max_bytes
         self.blocks: list[ImageContent] = []
 
-    def note(self, mime: str, b64: str) -> str:
-        """Attach the image if it fits; the note that names it where its output is read."""
+    def note(self, mime: str, b64: str, resource: str | None = None) -> str:
+        """Attach the image if it fits; the note that names it where its output is read (and,
+        if it is not attached, the output's ``resource``, which serves it)."""
         size = len(b64) * 3 // 4 - b64[-2:].count("=")
         if self.left is None:
-            return f"[{mime}, {size:,} bytes: not attached]"
+            return f"[{mime}, {size:,} bytes: not attached" + (f"; read it as resource {resource}]" if resource else "]")
         if size > self.left:
-            return (f"[{mime}, {size:,} bytes: not attached, over this answer's image budget; "
-                    "read the cell alone with cell_get, or raise max_image_bytes]")
+            where = f"read it as resource {resource}" if resource else "read the cell alone with cell_get"
+            return f"[{mime}, {size:,} bytes: not attached, over this answer's image budget; {where}, or raise max_image_bytes]"
         self.left -= size
         self.blocks.append(ImageContent(type="image", data=b64, mime_type=mime))
         return f"[{mime}, {size:,} bytes: image {len(self.blocks)} attached to this answer]"
@@ -168,11 +169,14 @@ def output_text(output: dict[str, Any]) -> str:
 
 
 def summarize(outputs: list[dict[str, Any]], max_chars: int, images: Images | None = None,
-              rest: str | None = IN_THE_NOTEBOOK) -> list[dict[str, Any]]:
+              rest: str | None = IN_THE_NOTEBOOK, resource: str | None = None) -> list[dict[str, Any]]:
     """Outputs for reading: small, readable, with what was left out named. With ``images``, an
-    output's image is attached there (within its budget) and its text names it."""
+    output's image is attached there (within its budget) and its text names it. With ``resource``
+    (the cell's resource URI), what is left out of an output names the output's resource."""
     summary = []
-    for output in outputs if isinstance(outputs, list) else []:
+    for at, output in enumerate(outputs if isinstance(outputs, list) else []):
+        whole = f"{resource}/outputs/{at}" if resource else None
+        where = f"all of it: resource {whole}" if whole else rest
         output = _dict(output)
         kind = output.get("output_type")
         item: dict[str, Any] = {"output_type": _str(kind) if kind is not None else "unknown"}
@@ -186,11 +190,11 @@ def summarize(outputs: list[dict[str, Any]], max_chars: int, images: Images | No
             item["mime_types"] = sorted(str(m) for m in data)
         image = image_of(data) if images is not None else None
         if image is None:
-            item["text"] = truncate(output_text(output), max_chars, rest)
+            item["text"] = truncate(output_text(output), max_chars, where)
         else:  # its text form if it has one beside the image, then the image's note
             text = strip_ansi(best_text(data) or "")
-            note = images.note(image, image_bytes(data, image))
-            item["text"] = f"{truncate(text, max_chars, rest)}\n{note}" if text else note
+            note = images.note(image, image_bytes(data, image), whole)
+            item["text"] = f"{truncate(text, max_chars, where)}\n{note}" if text else note
         summary.append(item)
     return summary
 

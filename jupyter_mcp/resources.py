@@ -94,6 +94,11 @@ class Address:
         return Address(self.path).uri
 
 
+def cell_resource(path: str, cell_id: str) -> str:
+    """The URI of a cell (its outputs are this, then /outputs/<n>)."""
+    return Address(path, cell_id).uri
+
+
 def parse(uri: str) -> Address:
     """The notebook, cell or output a URI names; refused, saying what a URI looks like."""
     if not uri.startswith(SCHEME):

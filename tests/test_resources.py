@@ -299,3 +299,22 @@ async def wait_until_async(check, wanted, timeout: float = 20) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"still not {wanted} after {timeout}s")
         await asyncio.sleep(0.2)
+
+
+async def test_what_a_read_leaves_out_names_the_resource_that_serves_it(live):
+    """An image left out of an answer and an output cut short each name their output's resource;
+    reading it gives the image, and the whole text."""
+    name, ids = new_notebook(live.root, SHOW_PNG, "print('x' * 5000)")
+    async with connect(live.mcp_url, live.token) as mcp:
+        for cell_id in ids:
+            await call(mcp, "cell_execute", path=name, cell_id=cell_id, timeout=120)
+        lean = await call(mcp, "cell_get", path=name, cell_id=ids[0], max_image_bytes=0)
+        image = uri(name, ids[0], 0)
+        assert lean["outputs"][0]["text"] == f"[image/png, {len(PNG)} bytes: not attached; read it as resource {image}]"
+        served = {c.mime_type: c for c in await read(mcp, image)}
+        assert base64.b64decode(served["image/png"].blob) == PNG
+        cut = await call(mcp, "notebook_get", path=name, max_output_chars=100)
+        whole = uri(name, ids[1], 0)
+        assert cut["cells"][1]["outputs"][0]["text"].endswith(f"not shown; all of it: resource {whole}]")
+        [text] = await read(mcp, whole)
+        assert text.text == "x" * 5000 + "\n"
