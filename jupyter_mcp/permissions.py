@@ -88,7 +88,7 @@ def current_permissions() -> Permissions | Unrestricted:
 class Authorize(Middleware):
     """Before any tool runs (and before a task is made for it), its needs are asked of the
     authorizer; ``needs`` maps each tool's name to what it needs. Listing and reading the
-    notebook resources is reading contents."""
+    notebook resources, and getting a prompt (which embeds them), is reading contents."""
 
     def __init__(self, needs: dict[str, tuple[Need, ...]]) -> None:
         self.needs = needs
@@ -108,4 +108,8 @@ class Authorize(Middleware):
 
     async def on_read_resource(self, context: Any, call_next: Any) -> Any:
         await current_permissions().require(READ, "resources/read")
+        return await call_next(context)
+
+    async def on_get_prompt(self, context: Any, call_next: Any) -> Any:
+        await current_permissions().require(READ, "prompts/get")
         return await call_next(context)

@@ -116,7 +116,7 @@ def parse(uri: str) -> Address:
 # -- reading -------------------------------------------------------------------------------
 
 
-def _dumps(value: Any) -> str:
+def dumps(value: Any) -> str:
     """JSON as nbformat writes it."""
     return json.dumps(value, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -136,11 +136,13 @@ def output_contents(output: dict[str, Any]) -> list[ResourceContent]:
             except (binascii.Error, ValueError):
                 continue  # not base64: not an image a client could show
             contents.append(ResourceContent(blob, mime_type=mime))
-        elif isinstance(value, (dict, list)) and not all(isinstance(v, str) for v in value):
+        elif isinstance(value, list) and all(isinstance(v, str) for v in value):  # nbformat's multiline text
+            contents.append(ResourceContent("".join(value), mime_type=mime))
+        elif isinstance(value, str):
+            contents.append(ResourceContent(value, mime_type=mime))
+        else:  # JSON data (application/json, vega, widget state...)
             contents.append(ResourceContent(json.dumps(value, ensure_ascii=False), mime_type=mime))
-        else:
-            contents.append(ResourceContent("".join(value) if isinstance(value, list) else str(value), mime_type=mime))
-    return contents or [ResourceContent(_dumps(output), mime_type=CELL_MIME)]
+    return contents or [ResourceContent(dumps(output), mime_type=CELL_MIME)]
 
 
 class NotebookPart(Resource):
@@ -159,11 +161,11 @@ async def read(notebooks: Any, address: Address) -> ResourceResult:
     nb = await notebooks.open(address.path, calling_agent())
     if address.cell_id is None:
         content = await notebooks.rooms.content(nb)
-        return ResourceResult([ResourceContent(await asyncio.to_thread(_dumps, content), mime_type=NOTEBOOK_MIME)])
+        return ResourceResult([ResourceContent(await asyncio.to_thread(dumps, content), mime_type=NOTEBOOK_MIME)])
     index = cells.locate(nb.doc, address.cell_id)
     cell = nb.doc.get_cell(index)
     if address.output is None:
-        return ResourceResult([ResourceContent(_dumps(cell), mime_type=CELL_MIME)])
+        return ResourceResult([ResourceContent(dumps(cell), mime_type=CELL_MIME)])
     found = cell.get("outputs") or []
     if address.output >= len(found):
         raise NotebookError(f"cell {address.cell_id!r} has {len(found)} outputs (0..{len(found) - 1}); "

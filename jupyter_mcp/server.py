@@ -15,6 +15,7 @@ from .identity import principal_of
 from .notebooks import Notebooks
 from .tasks import TaskManager, TasksExtension
 from .permissions import Authorize
+from .prompts import PROMPTS
 from .resources import NotebookResources, Subscriptions
 from .tools import NEEDS, TOOLS
 
@@ -44,6 +45,8 @@ def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager,
         mcp.tool(named_failures(fn), **options)
         # the arguments it takes, as its input schema lists them (injected ones are not there)
         parameters[fn.__name__] = list(FunctionTool.from_function(fn).parameters.get("properties", {}))
+    for prompt in PROMPTS:
+        mcp.prompt(prompt)
     mcp.add_middleware(KnownArguments(parameters))
     mcp.add_middleware(Authorize(NEEDS))
     TasksExtension(tasks, principal_of).install(mcp)

@@ -131,8 +131,9 @@ async def test_kernel_tools_ask_what_jupyters_kernel_and_session_calls_ask(serve
 
 
 async def test_notebook_resources_need_read_on_contents(server):
-    """Listing, reading and subscribing to the notebook resources is reading contents: bob (a
-    reader) may, dave (who may reach /mcp and nothing else) is refused each, on both eras."""
+    """Listing, reading and subscribing to the notebook resources (and citing cells, which embeds
+    them) is reading contents: bob (a reader) may, dave (who may reach /mcp and nothing else) is
+    refused each, on both eras."""
     name, ids = new_notebook(server.root, "1")
     resource = f"notebook://{name}"
     async with connect(server.mcp_url, "bob-token") as bob:
@@ -144,7 +145,8 @@ async def test_notebook_resources_need_read_on_contents(server):
             warnings.simplefilter("ignore")  # the SDK marks resources/subscribe deprecated
             attempts = [dave.list_resources(), dave.list_resource_templates(), dave.read_resource(resource),
                         dave.read_resource(f"{resource}/cells/{ids[0]}"), dave.subscribe_resource(resource),
-                        dave_modern.read_resource(resource)]
+                        dave_modern.read_resource(resource),
+                        dave.get_prompt("notebook_cite", {"path": name, "cells": "0"})]
         for attempt in attempts:
             with pytest.raises(MCPError) as refused_:
                 await attempt

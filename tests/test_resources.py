@@ -318,3 +318,29 @@ async def test_what_a_read_leaves_out_names_the_resource_that_serves_it(live):
         assert cut["cells"][1]["outputs"][0]["text"].endswith(f"not shown; all of it: resource {whole}]")
         [text] = await read(mcp, whole)
         assert text.text == "x" * 5000 + "\n"
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_notebook_cite_embeds_the_cells_as_they_are_now(live, mode):
+    name, ids = new_notebook(live.root, "a = 1", "print('b')", "c = 3")
+    async with connect(live.mcp_url, live.token, mode=mode) as mcp, UIClient(live.url, live.token, name) as ui:
+        assert "notebook_cite" in [p.name for p in (await mcp.list_prompts()).prompts]
+        await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)
+        type_into(ui, 2, "  # a person's unsaved edit")
+        await wait_until_async(lambda: cell_source(mcp, name, ids[2]), "c = 3  # a person's unsaved edit")
+        got = await mcp.get_prompt("notebook_cite", {"path": name, "cells": f"1-2", "request": "Explain these."})
+        intro, first, second, request = got.messages
+        assert intro.content.text == f"Cells 1, 2 of the notebook {name}, as it is now:"
+        assert str(first.content.resource.uri) == uri(name, ids[1])
+        assert json.loads(first.content.resource.text)["outputs"][0]["text"] == "b\n"
+        assert json.loads(second.content.resource.text)["source"] == "c = 3  # a person's unsaved edit"
+        assert (request.role, request.content.text) == ("user", "Explain these.")
+        by_id = await mcp.get_prompt("notebook_cite", {"path": name, "cells": ids[0]})
+        assert [str(m.content.resource.uri) for m in by_id.messages[1:]] == [uri(name, ids[0])]
+        with pytest.raises(MCPError) as refused:
+            await mcp.get_prompt("notebook_cite", {"path": name, "cells": "5"})
+        assert "the notebook has 3 cells" in refused.value.error.message
+
+
+async def cell_source(mcp, name: str, cell_id: str) -> str:
+    return (await call(mcp, "cell_get", path=name, cell_id=cell_id))["source"]
