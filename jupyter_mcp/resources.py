@@ -251,11 +251,15 @@ class _Watcher:
         self._touch({Address(self.nb.path).uri})
 
     def _on_cells(self, events: list[Any]) -> None:
+        # a cell's running mark alone is no change: no resource holds it
+        changes = [c for c in describe_changes(self.nb.doc, events) if c["kind"] != "execution_state"]
+        if not changes:
+            return
         touched = {Address(self.nb.path).uri}
-        for change in describe_changes(self.nb.doc, events):
+        for change in changes:
             if change["kind"] in ("cells_inserted", "cells_deleted"):
                 self._structure_changed = True
-            elif change["kind"] != "execution_state" and change.get("cell_id"):
+            elif change.get("cell_id"):
                 cell_uri = Address(self.nb.path, change["cell_id"]).uri
                 touched.add(cell_uri)
                 if change["kind"] == "outputs":
@@ -337,7 +341,6 @@ class Subscriptions:
         self.listen = ListenHandler(self.bus, max_subscriptions=MAX_LISTEN_STREAMS)
         self._watchers: dict[str, _Watcher] = {}  # by notebook path
         self._legacy: weakref.WeakKeyDictionary[Any, _LegacyClient] = weakref.WeakKeyDictionary()  # by connection
-        self._lock = asyncio.Lock()
         self._list_listeners = 0  # listen streams asking for list changes
         self._listing: set[str] | None = None  # the notebooks last listed, while anyone may be told of changes
         self._relist: asyncio.TimerHandle | None = None
@@ -355,17 +358,26 @@ class Subscriptions:
         it names must exist; refused with a clear error otherwise, and nothing changes."""
         try:
             address = parse(uri)
-            async with self._lock:
-                watcher = self._watchers.get(address.path)
-                nb = watcher.nb if watcher is not None else await self.notebooks.open(address.path, calling_agent())
-                if address.cell_id is not None:
-                    cells.locate(nb.doc, address.cell_id)
-                if watcher is None:
-                    watcher = self._watchers[nb.path] = _Watcher(nb, self.bus.publish,
-                                                                 self.notebooks.activity.running(nb.room_id))
-                watcher.uris[Address(nb.path, address.cell_id, address.output).uri] += 1
+            nb = await self.notebooks.open(address.path, calling_agent())
+            if address.cell_id is not None:
+                cells.locate(nb.doc, address.cell_id)
         except NotebookError as exc:
             raise MCPError(INVALID_PARAMS, f"cannot subscribe to {uri}: {exc}") from None
+        # from here on, no await: the watcher found is the one counted
+        watcher = self._watchers.get(nb.path)
+        if watcher is None or watcher.nb.room is not nb.room:  # none yet, or its room was made anew
+            watcher = self._watch_room(nb, watcher)
+        watcher.uris[Address(nb.path, address.cell_id, address.output).uri] += 1
+
+    def _watch_room(self, nb: LiveNotebook, before: _Watcher | None) -> _Watcher:
+        """The notebook's watcher on its room now, taking over the subscriptions of the one on
+        the room before (the room closed and was made again)."""
+        watcher = _Watcher(nb, self.bus.publish, self.notebooks.activity.running(nb.room_id))
+        if before is not None:
+            watcher.uris = before.uris
+            before.close()
+        self._watchers[nb.path] = watcher
+        return watcher
 
     def _unwatch(self, uri: str) -> None:
         address = parse(uri)
