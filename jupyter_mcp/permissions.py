@@ -99,17 +99,18 @@ class Authorize(Middleware):
         return await call_next(context)
 
     async def on_list_resources(self, context: Any, call_next: Any) -> Any:
-        await current_permissions().require(READ, "resources/list")
-        return await call_next(context)
+        return await _reading("resources/list", context, call_next)
 
     async def on_list_resource_templates(self, context: Any, call_next: Any) -> Any:
-        await current_permissions().require(READ, "resources/templates/list")
-        return await call_next(context)
+        return await _reading("resources/templates/list", context, call_next)
 
     async def on_read_resource(self, context: Any, call_next: Any) -> Any:
-        await current_permissions().require(READ, "resources/read")
-        return await call_next(context)
+        return await _reading("resources/read", context, call_next)
 
     async def on_get_prompt(self, context: Any, call_next: Any) -> Any:
-        await current_permissions().require(READ, "prompts/get")
-        return await call_next(context)
+        return await _reading("prompts/get", context, call_next)
+
+
+async def _reading(doing: str, context: Any, call_next: Any) -> Any:
+    await current_permissions().require(READ, doing)
+    return await call_next(context)
