@@ -1,4 +1,4 @@
-"""Notebooks as files: listing the workspace and creating new notebooks.
+"""Notebooks as files: listing the workspace (its notebooks, or all its files) and creating new notebooks.
 
 Creation goes through the server's contents manager, like JupyterLab's "New
 Notebook", so checkpoints, hooks and non-filesystem managers behave as for a person.
@@ -7,7 +7,9 @@ Notebook", so checkpoints, hooks and non-filesystem managers behave as for a per
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import os
+import stat
 from datetime import datetime, timezone
 from typing import Any
 
@@ -22,14 +24,23 @@ from .paths import NOTEBOOK_SUFFIX, PathError, canonical_path, hidden_part, real
 _create_lock = asyncio.Lock()
 
 
+def _folder(root_dir: str, folder: str) -> str:
+    """The OS path of a canonical folder a listing may show: it exists and is not hidden
+    (what is in a hidden folder is never listed, as Jupyter's contents manager hides it)."""
+    if hidden_part(folder) is not None:
+        raise PathError(folder, "hidden folders are not listed")
+    base = to_os_path(root_dir, folder)
+    if not os.path.isdir(base):
+        raise PathError(folder or "/", "folder does not exist in the workspace")
+    return base
+
+
 def list_notebooks(root_dir: str, folder: str) -> list[dict[str, Any]]:
     """Every .ipynb under ``folder`` (canonical) that the other tools open, each once, by its
     canonical path: hidden folders and files, checkpoints, symlinks that lead out of the
     workspace (or nowhere) and files with more than one hard link are left out; a symlink to a
     notebook inside is that notebook."""
-    base = to_os_path(root_dir, folder)
-    if not os.path.isdir(base):
-        raise PathError(folder or "/", "folder does not exist in the workspace")
+    base = _folder(root_dir, folder)
     root = os.path.abspath(root_dir)
     found: dict[str, dict[str, Any]] = {}
     for dirpath, dirnames, filenames in os.walk(base):
@@ -50,6 +61,59 @@ def list_notebooks(root_dir: str, folder: str) -> list[dict[str, Any]]:
                 "last_modified": datetime.fromtimestamp(stat.st_mtime, timezone.utc).isoformat(),
             }
     return [found[path] for path in sorted(found)]
+
+
+class _Enough(Exception):
+    """The listing has every entry the page needs (and one more)."""
+
+
+def list_files(root_dir: str, folder: str, pattern: str, max_depth: int, start: int,
+               limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """The files and folders under ``folder`` (canonical), ``max_depth`` levels down, as the file
+    browser shows them: folders first visited in name order, each entry once by its canonical path
+    (a symlink inside the workspace is what it points to), hidden ones and symlinks leading out of
+    the workspace (or nowhere) left out; only those whose path matches ``pattern`` (a glob, ``*``
+    crossing folders), if one is given. Answers the entries from ``start`` (``limit`` at most) and
+    whether there are more; the walk stops as soon as it knows."""
+    base = _folder(root_dir, folder)
+    root = os.path.abspath(root_dir)
+    seen: set[str] = {folder}
+    found: list[dict[str, Any]] = []
+
+    def visit(directory: str, depth: int) -> None:
+        try:
+            with os.scandir(directory) as listing:
+                names = sorted(entry.name for entry in listing if not entry.name.startswith("."))
+        except OSError:
+            return  # unreadable: nothing in it is listed
+        for name in names:
+            try:
+                canonical = canonical_path(root, os.path.relpath(os.path.join(directory, name), root), notebook=False)
+                info = os.stat(to_os_path(root, canonical))
+            except (PathError, OSError):
+                continue  # leads out of the workspace, nowhere, or went away
+            if canonical in seen or hidden_part(canonical) is not None:
+                continue
+            seen.add(canonical)
+            is_folder = stat.S_ISDIR(info.st_mode)
+            if not pattern or fnmatch.fnmatchcase(canonical, pattern):
+                entry: dict[str, Any] = {
+                    "path": canonical,
+                    "type": "directory" if is_folder else "notebook" if canonical.endswith(NOTEBOOK_SUFFIX) else "file",
+                    "last_modified": datetime.fromtimestamp(info.st_mtime, timezone.utc).isoformat()}
+                if not is_folder:
+                    entry["size"] = info.st_size
+                found.append(entry)
+                if len(found) > start + limit:
+                    raise _Enough
+            if is_folder and depth < max_depth:
+                visit(to_os_path(root, canonical), depth + 1)
+
+    try:
+        visit(base, 1)
+    except _Enough:
+        pass
+    return found[start:start + limit], len(found) > start + limit
 
 
 def new_notebook(kernel_name: str, display_name: str, language: str,

@@ -59,8 +59,16 @@ class Notebooks:
 
     # -- files -------------------------------------------------------------------------
 
-    def list_notebooks(self, folder: str) -> dict[str, Any]:
-        return {"notebooks": files.list_notebooks(self.root_dir, canonical_path(self.root_dir, folder, notebook=False))}
+    async def list_notebooks(self, folder: str) -> dict[str, Any]:
+        """In a worker thread: a walk of a large workspace would hold the event loop."""
+        folder = canonical_path(self.root_dir, folder, notebook=False)
+        return {"notebooks": await asyncio.to_thread(files.list_notebooks, self.root_dir, folder)}
+
+    async def list_files(self, folder: str, pattern: str, max_depth: int, start: int, limit: int) -> dict[str, Any]:
+        folder = canonical_path(self.root_dir, folder, notebook=False)
+        entries, more = await asyncio.to_thread(files.list_files, self.root_dir, folder, pattern, max_depth,
+                                                start, limit)
+        return {"folder": folder, "entries": entries, "next_index": start + len(entries) if more else None}
 
     async def create(self, path: str, kernel_name: str | None, new_cells: list[dict[str, Any]] | None) -> dict[str, Any]:
         return await files.create_notebook(self.serverapp, canonical_path(self.root_dir, path), kernel_name, new_cells)

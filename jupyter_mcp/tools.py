@@ -85,7 +85,37 @@ async def notebook_list(
     {"notebooks": [{"path", "size", "last_modified"}, ...]} sorted by path; each
     path can be passed to any other tool as is. Reads the files on disk.
     """
-    return nbs.list_notebooks(folder)
+    return await nbs.list_notebooks(folder)
+
+
+MAX_FILES = 1000  # the most entries one file_list answers
+
+
+@tool(READ_ONLY, permissions.READ)
+async def file_list(
+    folder: Annotated[str, Field(description="Workspace sub-folder to list; empty for the whole workspace.")] = "",
+    pattern: Annotated[str, Field(description="Only paths matching this glob, e.g. '*.csv' or 'data/*/raw/*' "
+                                              "('*' also crosses folders); empty: all.")] = "",
+    max_depth: Annotated[int, Field(description="How many levels down to go: 1 lists the folder itself.",
+                                    ge=1, le=10)] = 1,
+    start_index: Annotated[int, Field(description="Skip this many entries (the next_index of a previous page).",
+                                      ge=0)] = 0,
+    max_entries: Annotated[int, Field(description=f"At most this many entries (max {MAX_FILES}).",
+                                      ge=1, le=MAX_FILES)] = 200,
+    nbs: Notebooks = NOTEBOOKS,
+) -> views.FileList:
+    """List the files and folders in the workspace (data, scripts, notebooks), as the file browser shows them.
+
+    Goes `max_depth` levels down, folders in name order, each entry once by its own
+    path (a symlink inside the workspace is what it points to); hidden files and
+    folders and symlinks leading out of the workspace are left out. Returns
+    {"folder", "entries": [{"path", "type": "directory"|"notebook"|"file",
+    "last_modified", "size" (files)}], "next_index"}: when next_index is not null
+    there are more entries; pass it as start_index for the next page. Each path is
+    relative to the workspace root, ready for other tools. An unknown folder is an
+    error. Reads the files on disk.
+    """
+    return await nbs.list_files(folder, pattern, max_depth, start_index, max_entries)
 
 
 @tool(EDIT, permissions.CREATE)

@@ -24,6 +24,19 @@ class NotebookList(TypedDict):
     notebooks: list[NotebookFile]
 
 
+class FileEntry(TypedDict):
+    path: str
+    type: Literal["directory", "notebook", "file"]
+    last_modified: str  # ISO 8601, UTC
+    size: NotRequired[int]  # files only
+
+
+class FileList(TypedDict):
+    folder: str
+    entries: list[FileEntry]
+    next_index: int | None  # start_index for the next page; null: this was the last
+
+
 class NewCell(TypedDict):
     cell_type: NotRequired[CellType]
     source: NotRequired[str]

@@ -24,7 +24,7 @@ def test_tools_reference_is_current():
         "docs/tools.md is stale: run `python docs/generate_tools.py`"
 
 
-NOUNS = {"notebook", "cell", "code", "kernel", "room"}
+NOUNS = {"file", "notebook", "cell", "code", "kernel", "room"}
 VERBS = {"list", "create", "get", "watch", "update", "insert", "delete", "execute", "edit", "move", "clear",
          "interrupt", "restart", "select", "search"}
 

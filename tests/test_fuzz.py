@@ -226,7 +226,7 @@ def check_one(server, client, outside, tool, arguments):
     assert not escaped, f"{tool}({arguments!r:.300}) touched what is outside the workspace: {escaped}"
 
 
-@pytest.mark.parametrize("tool", ["notebook_list", "notebook_create", "notebook_get", "notebook_watch",
+@pytest.mark.parametrize("tool", ["notebook_list", "file_list", "notebook_create", "notebook_get", "notebook_watch",
                                   "notebook_list_users", "cell_get", "cell_update", "cell_insert", "cell_delete",
                                   "cell_execute", "code_execute", "room_list", "cell_edit", "cell_move",
                                   "cell_clear_outputs", "notebook_execute", "kernel_list", "kernel_interrupt",

@@ -80,6 +80,52 @@ async def test_notebook_list_skips_hidden_and_checkpoints(live):
         assert missing.is_error and "does not exist" in missing.content[0].text
 
 
+async def test_file_list_shows_the_workspace_as_the_file_browser_does(live, tmp_path):
+    """Data and scripts beside the notebooks, folders and depth, a glob, pages that join up, and
+    nothing hidden or outside the workspace; a bad argument is an error."""
+    top = live.root / "fl"
+    (top / "data" / "raw").mkdir(parents=True)
+    (top / ".secret").mkdir()
+    (top / "data" / "raw" / "a.csv").write_text("x,y\n1,2\n")
+    (top / "data" / "b.csv").write_text("x\n")
+    (top / "run.py").write_text("print(1)\n")
+    (top / "nb.ipynb").write_text("{}")
+    (top / ".env").write_text("TOKEN=1")
+    (top / ".secret" / "key.csv").write_text("k")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "o.csv").write_text("o")
+    (top / "out").symlink_to(outside)
+    (top / "same.py").symlink_to(top / "run.py")
+    async with connect(live.mcp_url, live.token) as client:
+        async def listed(**args):
+            result = await client.call_tool("file_list", {"folder": "fl", **args})
+            assert not result.is_error, result.content
+            return result.structured_content
+
+        one = await listed()
+        assert one["folder"] == "fl" and one["next_index"] is None
+        assert [(e["path"], e["type"]) for e in one["entries"]] == [
+            ("fl/data", "directory"), ("fl/nb.ipynb", "notebook"), ("fl/run.py", "file")]
+        assert one["entries"][2]["size"] == len("print(1)\n") and "size" not in one["entries"][0]
+        deep = await listed(max_depth=3)
+        assert [e["path"] for e in deep["entries"]] == [
+            "fl/data", "fl/data/b.csv", "fl/data/raw", "fl/data/raw/a.csv", "fl/nb.ipynb", "fl/run.py"]
+        assert [e["path"] for e in (await listed(max_depth=3, pattern="*.csv"))["entries"]] == [
+            "fl/data/b.csv", "fl/data/raw/a.csv"]
+        pages, start = [], 0
+        while start is not None:
+            page = await listed(max_depth=3, start_index=start, max_entries=4)
+            pages.append([e["path"] for e in page["entries"]])
+            start = page["next_index"]
+        assert pages == [[e["path"] for e in deep["entries"]][:4], [e["path"] for e in deep["entries"]][4:]]
+        for bad, reason in [({"folder": "nope"}, "does not exist"), ({"folder": "../"}, "escapes"),
+                            ({"folder": "fl/.secret"}, "hidden"), ({"max_depth": 11}, "max_depth"),
+                            ({"max_entries": 0}, "max_entries")]:
+            result = await client.call_tool("file_list", bad)
+            assert result.is_error and reason in result.content[0].text, (bad, result.content[0].text)
+
+
 def test_unauthenticated_methods_refused(live):
     for method in ("GET", "POST", "DELETE"):
         r = httpx.request(method, live.mcp_url, timeout=10)

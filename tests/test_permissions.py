@@ -130,6 +130,18 @@ async def test_kernel_tools_ask_what_jupyters_kernel_and_session_calls_ask(serve
         assert sessions_of(server, name)[0]["kernel"]["id"] == kernel_id  # nothing changed the kernel
 
 
+async def test_listing_the_workspace_needs_read_on_contents(server):
+    """bob (a reader) lists the files and notebooks; dave (who may reach /mcp and nothing else)
+    is refused both, each naming the permission."""
+    name, _ = new_notebook(server.root, "1")
+    async with connect(server.mcp_url, "bob-token") as bob:
+        assert name in [e["path"] for e in (await call(bob, "file_list"))["entries"]]
+    async with connect(server.mcp_url, "dave-token") as dave:
+        for tool in ("file_list", "notebook_list"):
+            message = await refused(dave, tool)
+            assert "read on contents" in message and "'dave'" in message, message
+
+
 async def test_notebook_resources_need_read_on_contents(server):
     """Listing, reading and subscribing to the notebook resources (and citing cells, which embeds
     them) is reading contents: bob (a reader) may, dave (who may reach /mcp and nothing else) is
@@ -147,10 +159,10 @@ async def test_notebook_resources_need_read_on_contents(server):
                         dave.read_resource(f"{resource}/cells/{ids[0]}"), dave.subscribe_resource(resource),
                         dave_modern.read_resource(resource),
                         dave.get_prompt("notebook_cite", {"path": name, "cells": "0"})]
-        for attempt in attempts:
-            with pytest.raises(MCPError) as refused_:
-                await attempt
-            assert "read on contents" in refused_.value.error.message and "'dave'" in refused_.value.error.message
+            for attempt in attempts:
+                with pytest.raises(MCPError) as refused_:
+                    await attempt
+                assert "read on contents" in refused_.value.error.message and "'dave'" in refused_.value.error.message
         with pytest.raises(MCPError) as refused_:
             async with dave_modern.listen(resource_subscriptions=[resource]):
                 pass

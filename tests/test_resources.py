@@ -328,7 +328,7 @@ async def test_notebook_cite_embeds_the_cells_as_they_are_now(live, mode):
         await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)
         type_into(ui, 2, "  # a person's unsaved edit")
         await wait_until_async(lambda: cell_source(mcp, name, ids[2]), "c = 3  # a person's unsaved edit")
-        got = await mcp.get_prompt("notebook_cite", {"path": name, "cells": f"1-2", "request": "Explain these."})
+        got = await mcp.get_prompt("notebook_cite", {"path": name, "cells": "1-2", "request": "Explain these."})
         intro, first, second, request = got.messages
         assert intro.content.text == f"Cells 1, 2 of the notebook {name}, as it is now:"
         assert str(first.content.resource.uri) == uri(name, ids[1])

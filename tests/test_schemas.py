@@ -47,6 +47,7 @@ async def test_every_tool_answers_what_its_output_schema_says(mcp_url, jp_token,
 
             nb = "shapes.ipynb"
             await call("notebook_list")
+            await call("file_list", max_depth=2)
             await call("notebook_list_users", path=nb)  # no room yet
             await call("notebook_create", path="made.ipynb", cells=[{"cell_type": "markdown", "source": "# m"}])
             await call("notebook_get", path=nb)
