@@ -17,6 +17,7 @@ longer than ``MAX_SOURCE_CHARS``.
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import time
 import weakref
@@ -221,6 +222,21 @@ def brief(ycell: Map, index: int) -> dict[str, Any]:
             "source": str(ycell.get("source", ""))}
 
 
+MAX_DIFF_CHARS = 20_000  # a diff longer than this is cut: the whole new source is in the answer anyway
+
+
+def diff(old: str, new: str) -> str:
+    """What an edit changed in a cell's source, as a unified diff ("" if nothing): the agent sees
+    what it replaced, a person's text it had not read included, without reading the cell again.
+    difflib's matching is superlinear: callers run it in a worker thread, on copies."""
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                 "before", "after", lineterm="")
+    text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    if len(text) > MAX_DIFF_CHARS:
+        text = text[:MAX_DIFF_CHARS] + f"\n[diff cut at {MAX_DIFF_CHARS} of {len(text)} characters]\n"
+    return text
+
+
 #: The longest source one cell may be given, in characters (code points): 256 Ki. Every path
 #: in this module that writes a cell's source checks it (``check_source``). Any source this
 #: long fits in the MCP server's 4 MiB request limit however a client encodes it (at most 12
@@ -394,12 +410,17 @@ def insert(ynb: Any, position: int, cell_type: CellType, source: str) -> str:
     return id_of(ynb.ycells[position]) or ""
 
 
-def delete(ynb: Any, index: int) -> dict[str, Any]:
-    """Delete the one cell at ``index``; returns what it was."""
-    gone = brief(ynb.ycells[index], index)
+def delete(ynb: Any, indexes: list[int]) -> list[dict[str, Any]]:
+    """Delete the cells at ``indexes`` (distinct), in one transaction: every client sees them
+    go at once. Returns what they were, in notebook order, each with the index it had."""
+    gone = [brief(ynb.ycells[i], i) for i in sorted(indexes)]
     cached = _cached(ynb)[1]
-    del ynb.ycells[index]
-    _patched(ynb, cached, index, "delete")
+    with ynb.ydoc.transaction():
+        for i in sorted(indexes, reverse=True):  # from the end: the indexes before stay true
+            del ynb.ycells[i]
+    if cached is not None:  # the read cache patched, as _patched does for one edit
+        dropped = set(indexes)
+        _keep(ynb, _version(ynb.ydoc), [cell for i, cell in enumerate(cached) if i not in dropped])
     return gone
 
 

@@ -187,9 +187,7 @@ class MoveGuard:
         at = shadow_ids.index(self.cell_id)
         follows = shadow_ids[at - 1] if at else None
         keep = next((i for i in copies if (live_ids[i - 1] if i else None) == follows), copies[0])
-        for i in reversed(copies):
-            if i != keep:
-                cells.delete(self.ynb, i)
+        cells.delete(self.ynb, [i for i in copies if i != keep])
 
 
 def _ids(plain_cells: list[Any]) -> list[Any]:

@@ -177,30 +177,40 @@ class Notebooks:
                      cell_type: CellType | None) -> dict[str, Any]:
         nb = await self.open_for_edit(path, agent)
         i = cells.locate(nb.doc, cell_id, index)
+        before = str(nb.doc.ycells[i]["source"])
         cells.update(nb.doc, i, source, cell_type)
         await self.edited(nb)
-        return cells.brief(nb.doc.ycells[i], i)
+        return {**cells.brief(nb.doc.ycells[i], i), "diff": await asyncio.to_thread(cells.diff, before, source)}
 
     async def insert(self, path: str, agent: Agent, source: str, cell_type: CellType, index: int | None,
                      after_cell_id: str | None) -> dict[str, Any]:
+        nb = await self.open_for_edit(path, agent)
+        new_id, position = self._insert(nb, source, cell_type, index, after_cell_id)
+        await self.edited(nb)
+        return {"id": new_id, "index": position, "cell_count": len(nb.doc.ycells)}
+
+    @staticmethod
+    def _insert(nb: LiveNotebook, source: str, cell_type: CellType, index: int | None,
+                after_cell_id: str | None) -> tuple[str, int]:
+        """A new cell at ``index`` or after ``after_cell_id`` (default: the end); its id and position."""
         if after_cell_id is not None and index is not None:
             raise NotebookError("give index or after_cell_id, not both")
-        nb = await self.open_for_edit(path, agent)
         if after_cell_id is not None:
             position = cells.locate(nb.doc, after_cell_id) + 1
         else:
             position = len(nb.doc.ycells) if index is None else index
-        new_id = cells.insert(nb.doc, position, cell_type, source)
-        await self.edited(nb)
-        return {"id": new_id, "index": position, "cell_count": len(nb.doc.ycells)}
+        return cells.insert(nb.doc, position, cell_type, source), position
 
     async def edit(self, path: str, agent: Agent, old: str, new: str, replace_all: bool, cell_id: str | None,
                    index: int | None) -> dict[str, Any]:
         nb = await self.open_for_edit(path, agent)
         i = cells.locate(nb.doc, cell_id, index)
+        before = str(nb.doc.ycells[i]["source"])
         replaced = cells.edit(nb.doc, i, old, new, replace_all)
         await self.edited(nb)
-        return {**cells.brief(nb.doc.ycells[i], i), "replacements": replaced}
+        edited = cells.brief(nb.doc.ycells[i], i)
+        return {**edited, "replacements": replaced,
+                "diff": await asyncio.to_thread(cells.diff, before, edited["source"])}
 
     async def move(self, path: str, agent: Agent, cell_id: str | None, index: int | None,
                    to_index: int) -> dict[str, Any]:
@@ -230,9 +240,22 @@ class Notebooks:
         await self.edited(nb)
         return {"path": nb.path, "cleared": cleared, "running": running}
 
-    async def delete(self, path: str, agent: Agent, cell_id: str | None, index: int | None) -> dict[str, Any]:
+    async def delete(self, path: str, agent: Agent, cell_id: str | None, index: int | None,
+                     cell_ids: list[str] | None) -> dict[str, Any]:
+        """One cell (``cell_id`` or ``index``), or several (``cell_ids``): all found, or none deleted."""
         nb = await self.open_for_edit(path, agent)
-        gone = cells.delete(nb.doc, cells.locate(nb.doc, cell_id, index))
+        if cell_ids is None:
+            indexes = [cells.locate(nb.doc, cell_id, index)]
+        elif cell_id is not None or index is not None:
+            raise NotebookError("pass cell_ids alone, or one cell's cell_id or index")
+        elif not cell_ids:
+            raise NotebookError("cell_ids is empty: name at least one cell")
+        elif len(set(cell_ids)) < len(cell_ids):
+            twice = sorted({i for i in cell_ids if cell_ids.count(i) > 1})
+            raise NotebookError(f"cell_ids names {twice} more than once; name each cell once")
+        else:
+            indexes = [cells.locate(nb.doc, one) for one in cell_ids]
+        gone = cells.delete(nb.doc, indexes)
         await self.edited(nb)
         return {"deleted": gone, "cell_count": len(nb.doc.ycells)}
 
@@ -243,6 +266,19 @@ class Notebooks:
         nb = await self.open_for_edit(path, agent)
         await self._may_start_kernel(nb, agent)
         return await execution.run_cell(self.rooms, self.activity, self.kernels, nb, cell_id, index, timeout,
+                                        execution.ClientStream(ctx) if stream else None, max_output_chars)
+
+    async def insert_and_run(self, path: str, agent: Agent, source: str, index: int | None,
+                             after_cell_id: str | None, timeout: float, stream: bool, ctx: Context | None,
+                             max_output_chars: int) -> ToolResult:
+        """A new code cell, run at once: refused before the cell is made if it could not run."""
+        nb = await self.open_for_edit(path, agent)
+        await self._may_start_kernel(nb, agent)
+        if not source.strip():
+            raise NotebookError("source is empty: pass the code the new cell runs")
+        new_id, _ = self._insert(nb, source, "code", index, after_cell_id)
+        await self.edited(nb)
+        return await execution.run_cell(self.rooms, self.activity, self.kernels, nb, new_id, None, timeout,
                                         execution.ClientStream(ctx) if stream else None, max_output_chars)
 
     async def run_code(self, path: str, agent: Agent, code: str, timeout: float, stream: bool, ctx: Context | None,

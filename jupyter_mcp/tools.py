@@ -260,13 +260,15 @@ async def cell_update(
     cell_type: Annotated[CellType | None, Field(description="Also change the type.")] = None,
     nbs: Notebooks = NOTEBOOKS,
     agent: Agent = AGENT,
-) -> views.CellBrief:
+) -> views.UpdatedCell:
     """Replace one cell's source in the live document, in place.
 
     The cell keeps its id and position; people watching see the text change
     where they are. Outputs are left as they are (run it with cell_execute).
-    Returns {"id", "index", "cell_type", "source"}. Unknown cell_id, bad index or
-    bad cell_type: an error, and nothing is changed.
+    Returns {"id", "index", "cell_type", "source", "diff"}: diff is a unified
+    diff of what the source was just before (a person's edit you had not read
+    included) to what it is now. Unknown cell_id, bad index or bad cell_type:
+    an error, and nothing is changed.
     """
     return await nbs.update(path, agent, source, cell_id, index, cell_type)
 
@@ -309,7 +311,7 @@ async def cell_edit(
     elsewhere in the same cell keeps their text and cursor (cell_update, which sends the
     whole source, would rewrite what lies between the first and last change). `old`
     must occur exactly once, unless replace_all is true. Returns {"id", "index",
-    "cell_type", "source", "replacements"}. `old` absent or ambiguous: an error that says
+    "cell_type", "source", "replacements", "diff"} (a unified diff of the source). `old` absent or ambiguous: an error that says
     so, and nothing is changed.
     """
     return await nbs.edit(path, agent, old, new, replace_all, cell_id, index)
@@ -357,14 +359,21 @@ async def cell_clear_outputs(
 
 @tool(DELETE, permissions.EDIT)
 async def cell_delete(
-    path: Path, cell_id: CellId = None, index: Index = None, nbs: Notebooks = NOTEBOOKS, agent: Agent = AGENT,
-) -> views.DeletedCell:
-    """Delete one cell from the live document.
+    path: Path, cell_id: CellId = None, index: Index = None,
+    cell_ids: Annotated[list[str] | None, Field(description=f"Several cells to delete at once, by id "
+                                                            f"(instead of cell_id or index; max {MAX_CELLS}).",
+                                                max_length=MAX_CELLS)] = None,
+    nbs: Notebooks = NOTEBOOKS, agent: Agent = AGENT,
+) -> views.DeletedCells:
+    """Delete one cell, or several (`cell_ids`), from the live document.
 
-    Returns {"deleted": {"id", "index", "cell_type", "source"}, "cell_count"}.
-    People see it disappear; JupyterLab's undo can bring it back.
+    Several are deleted together in one change, and only if every id is found:
+    an unknown or repeated id is an error and deletes nothing. Returns
+    {"deleted": [{"id", "index", "cell_type", "source"}, ...], "cell_count"},
+    in notebook order, each with the index it had. People see the cells
+    disappear; JupyterLab's undo can bring them back.
     """
-    return await nbs.delete(path, agent, cell_id, index)
+    return await nbs.delete(path, agent, cell_id, index, cell_ids)
 
 
 @tool(RUN, permissions.RUN_CELL, output=views.Execution)
@@ -394,6 +403,34 @@ async def cell_execute(
     as a task.
     """
     return await nbs.run_cell(path, agent, cell_id, index, timeout, stream, ctx, max_output_chars)
+
+
+@tool(RUN, permissions.RUN_CELL, output=views.Execution)
+async def cell_insert_execute(
+    path: Path,
+    source: Annotated[str, Field(description="The new code cell's source.")],
+    index: Annotated[int | None, Field(description="Position of the new cell (0 = first); default: the end.")] = None,
+    after_cell_id: Annotated[
+        str | None, Field(description="Insert right after this cell instead of at an index.")
+    ] = None,
+    timeout: Timeout = 300,
+    stream: Stream = False,
+    max_output_chars: MaxChars = outputs.DEFAULT_MAX_CHARS,
+    ctx: Context | None = None,
+    nbs: Notebooks = NOTEBOOKS,
+    agent: Agent = AGENT,
+) -> ToolResult:
+    """Insert a new code cell and run it, in one call: cell_insert, then cell_execute.
+
+    The cell goes at `index` or right after `after_cell_id` (default: the end) and
+    runs at once, live, as cell_execute runs a cell; it stays in the notebook with
+    its outputs. Returns what cell_execute returns, its "cell_id" being the new
+    cell's. Refused before any cell is made if the source is empty, the position is
+    bad or you may not run code; a cell that raised is a failed call (isError) whose
+    cell stays. For long runs, call as a task.
+    """
+    return await nbs.insert_and_run(path, agent, source, index, after_cell_id, timeout, stream, ctx,
+                                    max_output_chars)
 
 
 @tool(RUN, permissions.RUN_CELL, output=views.NotebookRun)

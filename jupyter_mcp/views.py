@@ -140,7 +140,11 @@ class InsertedCell(TypedDict):
     cell_count: int
 
 
-class EditedCell(CellBrief):
+class UpdatedCell(CellBrief):
+    diff: str  # unified diff of the source, before the edit to after it ("" if unchanged)
+
+
+class EditedCell(UpdatedCell):
     replacements: int  # how many times the old text was replaced
 
 
@@ -157,8 +161,8 @@ class ClearedOutputs(TypedDict):
     running: list[str | None]  # left as they are: running cells (their run is writing outputs)
 
 
-class DeletedCell(TypedDict):
-    deleted: CellBrief
+class DeletedCells(TypedDict):
+    deleted: list[CellBrief]  # in notebook order, each with the index it had
     cell_count: int
 
 

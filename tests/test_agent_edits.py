@@ -58,7 +58,9 @@ async def test_cell_edit_replaces_only_its_span_and_keeps_a_persons_concurrent_t
         person.text(0).insert(len(source.encode()), "# typed by Ada\n")  # at the end, not yet seen by the agent
         answer = await call(mcp, "cell_edit", path=name, cell_id=ids[0], old="3.14", new="math.pi")
         assert answer == {"id": ids[0], "index": 0, "cell_type": "code", "replacements": 1,
-                          "source": source.replace("3.14", "math.pi")}
+                          "source": source.replace("3.14", "math.pi"),
+                          "diff": "--- before\n+++ after\n@@ -1,4 +1,4 @@\n def area(r):\n"
+                                  "-    return 3.14 * r * r\n+    return math.pi * r * r\n \n print(area(2))\n"}
         await person.send()
         want = source.replace("3.14", "math.pi") + "# typed by Ada\n"
         await ui.wait_for(lambda: ui.source(0) == want)

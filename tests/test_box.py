@@ -89,7 +89,7 @@ def test_the_local_box_passes_every_check(local_box):
     assert report and all(o["status"] == "ok" for o in report)
     sources = {o["source"] for o in report}
     assert {"candy/jupyter-mcp/charly.yml", "charly.yml", "checks/roundtrip.yml"} <= sources
-    assert re.search(r"^ok \d+ - \[candy/jupyter-mcp/charly.yml\] the MCP server lists all 22 tools", done.stdout, re.M)
+    assert re.search(r"^ok \d+ - \[candy/jupyter-mcp/charly.yml\] the MCP server lists all 23 tools", done.stdout, re.M)
 
 
 def test_the_box_was_made_by_the_candys_own_steps(local_box):

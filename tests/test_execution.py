@@ -10,7 +10,7 @@ import uuid
 import httpx
 import pytest
 
-from jupyter_mcp.client import LEGACY, MODERN, connect
+from jupyter_mcp.client import LEGACY, MODERN, Tasks, connect
 from jupyter_mcp.testing import UIClient, call, failed_run, new_notebook, refused, ui_execute, ui_session, write_notebook
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
@@ -199,6 +199,38 @@ async def test_stream_without_progress_token_sends_log_messages(live):
         await call(mcp, "code_execute", path=name, code="print('a', flush=True)\nimport time; time.sleep(0.2)\nprint('b')",
                    stream=True)
     assert "".join(logs) == "a\nb\n"
+
+
+@pytest.mark.parametrize("mode", [LEGACY, MODERN])
+async def test_cell_insert_execute_adds_a_cell_and_runs_it_live(live, mode):
+    """The new cell appears where asked and runs in the notebook's kernel, its outputs in the
+    person's view; as a task too; a cell that raised is a failed call and stays."""
+    name, ids = notebook(live, "x = 20")
+    async with connect(live.mcp_url, live.token, mode=mode) as mcp, UIClient(live.url, live.token, name) as ui:
+        await call(mcp, "cell_execute", path=name, cell_id=ids[0])
+        ran = await call(mcp, "cell_insert_execute", path=name, source="print(x + 1)", after_cell_id=ids[0])
+        assert ran["status"] == "ok" and ran["outputs"][0]["text"] == "21\n" and ran["path"] == name
+        await ui.wait_for(lambda: len(ui.nb.ycells) == 2 and stdout_of(ui.nb.ycells[1]) == "21\n")
+        assert ui.cell_ids() == [ids[0], ran["cell_id"]]
+        assert ui.nb.ycells[1]["execution_count"] == ran["execution_count"] and ui.source(1) == "print(x + 1)"
+        done = await Tasks(mcp).run("cell_insert_execute", {"path": name, "source": "print('first')", "index": 0})
+        assert done["structuredContent"]["outputs"][0]["text"] == "first\n"
+        await ui.wait_for(lambda: ui.cell_ids()[0] == done["structuredContent"]["cell_id"]
+                          and stdout_of(ui.nb.ycells[0]) == "first\n")
+        failed, text = await failed_run(mcp, "cell_insert_execute", path=name, source="1 / 0")
+        assert failed["status"] == "error" and "ZeroDivisionError" in text
+        await ui.wait_for(lambda: len(ui.nb.ycells) == 4 and ui.cell_ids()[3] == failed["cell_id"])
+
+
+async def test_cell_insert_execute_refused_makes_no_cell(live):
+    name, ids = notebook(live, "x = 1")
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        for args, reason in [({"source": "1", "index": 5}, "out of range"), ({"source": "  \n"}, "source is empty"),
+                             ({"source": "1", "after_cell_id": "nope"}, "no cell with id"),
+                             ({"source": "1", "index": 0, "after_cell_id": ids[0]}, "not both")]:
+            assert reason in await refused(mcp, "cell_insert_execute", path=name, **args), args
+        assert ui.cell_ids() == ids
+        assert [c["id"] for c in (await call(mcp, "notebook_get", path=name))["cells"]] == ids
 
 
 async def test_execute_refusals(live):

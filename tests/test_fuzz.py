@@ -210,7 +210,7 @@ def fuzz_box(tmp_path_factory):
     server.stop()
 
 
-SLOW = {"notebook_watch": {"timeout": 0.2}, "cell_execute": {"timeout": 5}, "code_execute": {"timeout": 5},
+SLOW = {"notebook_watch": {"timeout": 0.2}, "cell_execute": {"timeout": 5}, "cell_insert_execute": {"timeout": 5}, "code_execute": {"timeout": 5},
         "notebook_execute": {"timeout": 5}}
 
 
@@ -228,7 +228,7 @@ def check_one(server, client, outside, tool, arguments):
 
 @pytest.mark.parametrize("tool", ["notebook_list", "file_list", "notebook_create", "notebook_get", "notebook_watch",
                                   "notebook_list_users", "cell_get", "cell_update", "cell_insert", "cell_delete",
-                                  "cell_execute", "code_execute", "room_list", "cell_edit", "cell_move",
+                                  "cell_execute", "cell_insert_execute", "code_execute", "room_list", "cell_edit", "cell_move",
                                   "cell_clear_outputs", "notebook_execute", "kernel_list", "kernel_interrupt",
                                   "kernel_restart", "kernel_select", "notebook_search"])
 def test_fuzz_every_tool(fuzz_box, tool):

@@ -42,11 +42,49 @@ async def test_mcp_edit_is_seen_by_ui_and_ui_edit_by_mcp(live, mode):
         await ui.wait_for(lambda: len(ui.nb.ycells) == 4)
         assert ui.cell_ids()[1] == inserted["id"] and ui.nb.ycells[1]["cell_type"] == "markdown"
         deleted = await call(mcp, "cell_delete", path=name, cell_id=ids[0])
-        assert deleted["deleted"]["id"] == ids[0] and deleted["cell_count"] == 3
+        assert [gone["id"] for gone in deleted["deleted"]] == [ids[0]] and deleted["cell_count"] == 3
         await ui.wait_for(lambda: ui.cell_ids() == [inserted["id"], ids[1], ids[2]])
         got = await call(mcp, "notebook_get", path=name)
         assert [c["id"] for c in got["cells"]] == ui.cell_ids()
         assert [c["source"] for c in got["cells"]] == [ui.source(i) for i in range(3)]
+
+
+async def test_cell_update_answers_what_it_replaced_a_persons_text_included(live):
+    """The diff is against the source just before the update: a line the person typed, which the
+    agent's new source leaves out, shows as removed, so the agent knows what it overwrote."""
+    name, ids = fresh(live, ("total = 0\nfor x in data:\n    total += x",))
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        ui.type_into(0, "\nprint(total)  # Ada")
+        for _ in range(200):  # the person's line has reached the server's document
+            if (await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"].endswith("# Ada"):
+                break
+            await asyncio.sleep(0.05)
+        answer = await call(mcp, "cell_update", path=name, cell_id=ids[0], source="total = sum(data)")
+        assert answer["source"] == "total = sum(data)"
+        assert answer["diff"] == ("--- before\n+++ after\n@@ -1,4 +1 @@\n-total = 0\n-for x in data:\n"
+                                  "-    total += x\n-print(total)  # Ada\n+total = sum(data)\n")
+        same = await call(mcp, "cell_update", path=name, cell_id=ids[0], source="total = sum(data)")
+        assert same["diff"] == ""
+
+
+async def test_several_cells_deleted_at_once_as_one_change(live):
+    """cell_ids deletes cells wherever they are, in one change the person's view applies at once;
+    a person's edit to a cell left standing is kept."""
+    name, ids = fresh(live, ("a = 1", "b = 2", "c = 3", "d = 4", "e = 5"))
+    async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
+        ui.type_into(1, "  # a person's note")
+        seen = []
+        ui.nb.ycells.observe(lambda event: seen.append(len(ui.nb.ycells)))
+        deleted = await call(mcp, "cell_delete", path=name, cell_ids=[ids[4], ids[0], ids[2]])
+        assert [(gone["id"], gone["index"], gone["source"]) for gone in deleted["deleted"]] == [
+            (ids[0], 0, "a = 1"), (ids[2], 2, "c = 3"), (ids[4], 4, "e = 5")]
+        assert deleted["cell_count"] == 2
+        await ui.wait_for(lambda: ui.cell_ids() == [ids[1], ids[3]])
+        assert seen == [2]  # one update: no state with some of them gone
+        assert ui.source(0) == "b = 2  # a person's note"
+        got = await call(mcp, "notebook_get", path=name)
+        assert [(c["id"], c["source"]) for c in got["cells"]] == [(ids[1], "b = 2  # a person's note"),
+                                                                    (ids[3], "d = 4")]
 
 
 async def test_path_variants_converge_on_one_room_with_ui_connected(live):
@@ -256,6 +294,10 @@ async def test_bad_input_is_refused_and_changes_nothing(live):
             ("cell_insert", {"path": name, "after_cell_id": ids[0], "index": 0}, "not both"),
             ("cell_delete", {"path": name, "cell_id": "nope"}, "no cell with id"),
             ("cell_delete", {"path": name, "index": 3}, "out of range"),
+            ("cell_delete", {"path": name, "cell_ids": [ids[0], "nope"]}, "no cell with id 'nope'"),
+            ("cell_delete", {"path": name, "cell_ids": [ids[0], ids[0]]}, "more than once"),
+            ("cell_delete", {"path": name, "cell_ids": []}, "empty"),
+            ("cell_delete", {"path": name, "cell_ids": [ids[0]], "index": 0}, "cell_ids alone"),
             ("notebook_get", {"path": "../escape.ipynb"}, "escapes the workspace"),
             ("notebook_get", {"path": "/etc/passwd.ipynb"}, "outside the workspace"),
             ("notebook_get", {"path": "notes.txt"}, "not a notebook path"),

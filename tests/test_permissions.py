@@ -56,7 +56,9 @@ async def test_a_reader_reads_and_nothing_else(server):
         assert (await call(bob, "cell_get", path=name, cell_id=ids[0]))["source"] == "x = 1"
         for tool, args in [("cell_update", {"cell_id": ids[0], "source": "x = 2"}),
                            ("cell_insert", {"source": "y = 3"}),
-                           ("cell_delete", {"cell_id": ids[1]})]:
+                           ("cell_delete", {"cell_id": ids[1]}),
+                           ("cell_delete", {"cell_ids": ids}),
+                           ("cell_insert_execute", {"source": "import os"})]:
             message = await refused(bob, tool, path=name, **args)
             assert "permission denied" in message and "write on contents" in message and "'bob'" in message
         created = f"new-{uuid.uuid4().hex[:6]}.ipynb"
@@ -90,6 +92,9 @@ async def test_running_code_needs_sessions_write_only_to_make_a_session(server):
     async with connect(server.mcp_url, "carol-token") as carol, connect(server.mcp_url, "alice-token") as alice:
         message = await refused(carol, "cell_execute", path=name, cell_id=ids[0])
         assert "write on sessions" in message and "'carol'" in message
+        inserted = await refused(carol, "cell_insert_execute", path=name, source="print('new')")
+        assert "write on sessions" in inserted
+        assert [c["id"] for c in (await call(carol, "notebook_get", path=name))["cells"]] == ids  # no cell made
         assert sessions_of(server, name) == []
         assert (await call(alice, "code_execute", path=name, code="1 + 1"))["status"] == "ok"
         ran = await call(carol, "cell_execute", path=name, cell_id=ids[0])

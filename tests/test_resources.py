@@ -33,12 +33,6 @@ def uri(path: str, cell_id: str | None = None, output: int | None = None) -> str
     return text
 
 
-def type_into(ui: UIClient, index: int, text: str) -> None:
-    """The person types ``text`` at the end of a cell."""
-    source = ui.nb.ycells[index]["source"]
-    source.insert(len(str(source).encode()), text)
-
-
 async def read(client, resource: str) -> list:
     return (await client.read_resource(resource)).contents
 
@@ -95,7 +89,7 @@ async def test_notebooks_are_listed_and_read_from_the_live_document(live, mode):
         assert listed[uri(name)].mime_type == "application/x-ipynb+json"
         templates = {t.uri_template for t in (await mcp.list_resource_templates()).resource_templates}
         assert templates == {"notebook://{path}/cells/{cell_id}", "notebook://{path}/cells/{cell_id}/outputs/{n}"}
-        type_into(ui, 0, "  # typed by a person, not saved")
+        ui.type_into(0, "  # typed by a person, not saved")
         await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)
         [notebook] = await read(mcp, uri(name))
         assert notebook.mime_type == "application/x-ipynb+json"
@@ -146,14 +140,14 @@ async def test_subscribers_on_2025_11_25_are_told_of_a_persons_and_an_agents_cha
         assert mcp.server_capabilities.resources.subscribe is True
         await subscribe(mcp, uri(name, ids[0]))
         await subscribe(mcp, uri(name, ids[1], 0))
-        type_into(ui, 0, " + 1")  # the person types in the first cell
+        ui.type_into(0, " + 1")  # the person types in the first cell
         await updates.wait_for(uri(name, ids[0]))
         assert uri(name, ids[1], 0) not in updates.uris  # the other cell did not change
         await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)  # the agent runs the second
         await updates.wait_for(uri(name, ids[1], 0))
         await unsubscribe(mcp, uri(name, ids[0]))
         updates.uris.clear()
-        type_into(ui, 0, " + 2")
+        ui.type_into(0, " + 2")
         await call(mcp, "cell_edit", path=name, cell_id=ids[1], old="'b'", new="'c'")
         await asyncio.sleep(1)
         assert updates.uris == []  # no longer subscribed to the first; the second's outputs did not change
@@ -167,7 +161,7 @@ async def test_subscribers_on_2026_07_28_listen_and_are_told_of_changes_debounce
         async with mcp.listen(resource_subscriptions=[uri(name), uri(name, ids[1])]) as stream:
             assert set(stream.honored.resource_subscriptions) == {uri(name), uri(name, ids[1])}
             for _ in range(50):  # a person types 50 characters in one burst
-                type_into(ui, 1, "0")
+                ui.type_into(1, "0")
             events = []
 
             async def collect() -> None:
@@ -326,7 +320,7 @@ async def test_notebook_cite_embeds_the_cells_as_they_are_now(live, mode):
     async with connect(live.mcp_url, live.token, mode=mode) as mcp, UIClient(live.url, live.token, name) as ui:
         assert "notebook_cite" in [p.name for p in (await mcp.list_prompts()).prompts]
         await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)
-        type_into(ui, 2, "  # a person's unsaved edit")
+        ui.type_into(2, "  # a person's unsaved edit")
         await wait_until_async(lambda: cell_source(mcp, name, ids[2]), "c = 3  # a person's unsaved edit")
         got = await mcp.get_prompt("notebook_cite", {"path": name, "cells": "1-2", "request": "Explain these."})
         intro, first, second, request = got.messages

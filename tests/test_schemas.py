@@ -64,11 +64,13 @@ async def test_every_tool_answers_what_its_output_schema_says(mcp_url, jp_token,
             inserted = await call("cell_insert", path=nb, source="print('new')", after_cell_id=ids[4])
             watcher = asyncio.ensure_future(call("notebook_watch", path=nb, timeout=30))
             await asyncio.sleep(0.5)
-            await call("cell_delete", path=nb, cell_id=inserted["id"])
+            await call("cell_delete", path=nb, cell_ids=[inserted["id"]])
             await watcher
             await call("notebook_watch", path=nb, timeout=0.2)  # nothing changes: a timeout
             await call("cell_execute", path=nb, cell_id=ids[4])  # ok, no output
             await call("cell_execute", path=nb, cell_id=ids[3], failing=True)  # an error
+            ran = await call("cell_insert_execute", path=nb, source="print('inserted')")
+            await call("cell_delete", path=nb, cell_id=ran["cell_id"])
             await call("code_execute", path=nb, code="from IPython.display import display, HTML\n"
                                                        "display(HTML('<i>h</i>'))\nprint('out')")
             await call("code_execute", path=nb, code="import time; time.sleep(5)", timeout=0.5, failing=True)

@@ -81,8 +81,31 @@ def test_insert_bounds_and_new_ids():
 
 def test_delete_answers_what_it_was():
     ynb = notebook("a", "b")
-    assert cells.delete(ynb, 0) == {"id": "c0", "index": 0, "cell_type": "code", "source": "a"}
+    assert cells.delete(ynb, [0]) == [{"id": "c0", "index": 0, "cell_type": "code", "source": "a"}]
     assert sources(ynb) == ["b"]
+
+
+def test_several_deleted_in_one_transaction_and_the_read_cache_follows():
+    ynb = notebook("a", "b", "c", "d", "e")
+    cells.snapshot(ynb)  # a current read cache, which the delete patches
+    batches: list[list[dict]] = []
+    ynb.ycells.observe_deep(lambda events: batches.append(describe_changes(ynb, events)))
+    gone = cells.delete(ynb, [4, 0, 2])
+    assert [(g["id"], g["index"]) for g in gone] == [("c0", 0), ("c2", 2), ("c4", 4)]
+    assert sources(ynb) == ["b", "d"]
+    assert [c["source"] for c in cells.snapshot(ynb)] == ["b", "d"]
+    assert cells.find(ynb, "c3") == 1 and cells.find(ynb, "c2") is None
+    assert batches == [[{"kind": "cells_deleted", "cell_index": 0, "count": 1},
+                        {"kind": "cells_deleted", "cell_index": 1, "count": 1},
+                        {"kind": "cells_deleted", "cell_index": 2, "count": 1}]]  # one change
+
+
+def test_diff_of_a_source():
+    assert cells.diff("a\nb", "a\nc") == "--- before\n+++ after\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+    assert cells.diff("same", "same") == ""
+    long = cells.diff("", "x\n" * 20_000)
+    assert long.startswith("--- before\n+++ after\n@@ -0,0 +1,20000 @@\n+x\n+x\n")
+    assert long.endswith(f"\n[diff cut at {cells.MAX_DIFF_CHARS} of 60041 characters]\n")  # 41 of headers, 20,000 "+x"
 
 
 def test_change_descriptions():
@@ -91,7 +114,7 @@ def test_change_descriptions():
     ynb.ycells.observe_deep(lambda events: batches.append(describe_changes(ynb, events)))
     cells.update(ynb, 1, "b = 2")
     new_id = cells.insert(ynb, 1, "code", "x")
-    cells.delete(ynb, 0)
+    cells.delete(ynb, [0])
     cells.begin_run(ynb, 0)
     assert batches[0] == [{"kind": "source", "cell_id": "c1", "cell_index": 1}]
     assert batches[1] == [{"kind": "cells_inserted", "cell_index": 1, "cell_ids": [new_id]}]

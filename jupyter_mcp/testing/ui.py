@@ -118,6 +118,11 @@ class UIClient:
     def source(self, index: int) -> str:
         return str(self.nb.ycells[index]["source"])
 
+    def type_into(self, index: int, text: str) -> None:
+        """The person types ``text`` at the end of a cell (Text offsets are UTF-8 bytes)."""
+        source = self.nb.ycells[index]["source"]
+        source.insert(len(str(source).encode()), text)
+
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20) -> None:
         """Wait until the UI's document satisfies ``predicate`` (it syncs in the background)."""
         deadline = asyncio.get_running_loop().time() + timeout
