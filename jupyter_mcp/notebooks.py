@@ -22,6 +22,7 @@ from .errors import NotebookError
 from .identity import Agent
 from .kernels import Kernels
 from .paths import canonical_path, read_real_file
+from .cursors import Positions
 from .presence import AgentPresence
 from .resources import cell_resource
 from .rooms import LiveNotebook, Rooms, file_id_of
@@ -144,11 +145,14 @@ class Notebooks:
         with self.activity.running(nb.room_id):
             return await changes.watch(nb, timeout)
 
-    def users(self, path: str) -> dict[str, Any]:
-        """Who is in the notebook's room; never opens one."""
+    async def users(self, path: str) -> dict[str, Any]:
+        """Who is in the notebook's room, and which cell each one's cursor is in; never opens one."""
         nb = self.rooms.find(path)
+        people = presence.users(nb.room) if nb is not None else []
+        heads = presence.cursors(nb.room) if nb is not None else {}
+        cells_of = await asyncio.to_thread(Positions(nb.doc.ydoc).cells_of, heads) if heads else {}
         return {"path": self.rooms.canonical(path), "room_open": nb is not None,
-                "users": presence.users(nb.room) if nb is not None else []}
+                "users": [{**person, "cell_id": cells_of.get(person["client_id"])} for person in people]}
 
     async def room_list(self) -> dict[str, Any]:
         sessions = await self.serverapp.session_manager.list_sessions()

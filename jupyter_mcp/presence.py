@@ -22,6 +22,7 @@ from typing import Any
 
 from pycrdt import Awareness, Doc, create_awareness_message
 
+from .cursors import head_of
 from .identity import Agent
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,12 @@ def users(room: Any) -> list[dict[str, Any]]:
             "is_agent": bool(user.get("is_agent") or state.get("agent")),
         })
     return people
+
+
+def cursors(room: Any) -> dict[int, Any]:
+    """Each client's text cursor in the room, as JupyterLab shares it (``cursors.head_of``)."""
+    heads = {client_id: head_of(state) for client_id, state in room.awareness.states.items()}
+    return {client_id: head for client_id, head in heads.items() if head is not None}
 
 
 @dataclass

@@ -230,10 +230,13 @@ async def notebook_list_users(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.U
     """List who is connected to a notebook right now (its collaborative awareness).
 
     Returns {"path", "room_open", "users": [{"name", "display_name", "username",
-    "initials", "color", "is_agent"}]}. If nobody has the notebook open there is
-    no room, and "users" is [] (this call never opens one).
+    "initials", "color", "is_agent", "cell_id"}]}: cell_id is the cell the
+    person's text cursor is in (JupyterLab shares it once they click or type in a
+    cell, and keeps it there until they do so in another), or null. "The cell I am
+    on" is that cell. If nobody has the notebook open there is no room, and
+    "users" is [] (this call never opens one).
     """
-    return nbs.users(path)
+    return await nbs.users(path)
 
 
 @tool(READ_ONLY, permissions.READ, output=views.Cell)

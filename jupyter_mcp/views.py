@@ -119,6 +119,7 @@ class User(TypedDict):
     initials: str | None
     color: str | None
     is_agent: bool
+    cell_id: NotRequired[str | None]  # notebook_list_users: the cell holding their text cursor
 
 
 class Users(TypedDict):

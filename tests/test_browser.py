@@ -222,3 +222,29 @@ async def test_a_notebook_the_agent_created_appears_and_opens(lab, tmp_path):
         await item.dblclick()
         await page.wait_for_function("() => document.body.innerText.includes('Made by the agent')", timeout=60_000)
         await shot(page, "5-created-notebook-opened")
+
+
+async def test_the_agent_is_told_the_cell_the_person_is_on(lab, tmp_path):
+    """JupyterLab shares the person's caret; notebook_list_users names its cell: at the end of what
+    they typed in an empty cell (Yjs names the text itself), then before a character of another."""
+    async with browser(tmp_path) as page:
+        name, ids = notebook(lab, "first = 1", "second = 2", "")
+        await open_notebook(page, lab, name)
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            async def person_is_on(cell_id):
+                deadline = time.monotonic() + 30
+                while True:
+                    users = (await call(mcp, "notebook_list_users", path=name))["users"]
+                    on = [u.get("cell_id") for u in users if not u["is_agent"]]
+                    if on == [cell_id]:
+                        return
+                    assert time.monotonic() < deadline, f"the person is on {on}, not {cell_id}"
+                    await asyncio.sleep(0.2)
+
+            editors = page.locator(f"{PANEL} .jp-Cell .cm-content")
+            await editors.nth(2).click()
+            await page.keyboard.type("# the person is here")
+            await person_is_on(ids[2])
+            await editors.nth(0).click(position={"x": 2, "y": 5})  # before the first character
+            await person_is_on(ids[0])
+            await shot(page, "7-person-on-a-cell")

@@ -79,3 +79,33 @@ async def test_an_agents_name_is_bounded_before_it_reaches_anyone(live):
         assert "\x1b" not in shown["name"]
         listed = (await call(mcp, "notebook_list_users", path=name))["users"]
         assert all(len(u["display_name"]) < 100 for u in listed)
+
+
+async def test_list_users_names_the_cell_each_persons_cursor_is_in(live):
+    """The cell a person is on, as their shared cursor says: it follows them to another cell and
+    survives the agent's edit of that cell; a cursor in a cell since deleted names none."""
+    name = f"presence-{uuid.uuid4().hex[:6]}.ipynb"
+    ids = write_notebook(live.root / name, ["x = 1", "y = 2", "z = 3"])
+    async with UIClient(live.url, live.token, name, name="Grace Hopper") as grace, \
+            UIClient(live.url, live.token, name, name="Alan Turing") as alan, \
+            connect(live.mcp_url, live.token) as mcp:
+        async def cells_of_people() -> dict:
+            users = (await call(mcp, "notebook_list_users", path=name))["users"]
+            return {u["display_name"]: u.get("cell_id") for u in users if not u["is_agent"]}
+
+        async def until(wanted: dict) -> None:
+            for _ in range(200):
+                if await cells_of_people() == wanted:
+                    return
+                await asyncio.sleep(0.05)
+            assert await cells_of_people() == wanted
+
+        await until({"Grace Hopper": None, "Alan Turing": None})  # nobody has put a cursor anywhere
+        await grace.put_cursor(1, 2)
+        await alan.put_cursor(2, 0)
+        await until({"Grace Hopper": ids[1], "Alan Turing": ids[2]})
+        await call(mcp, "cell_update", path=name, cell_id=ids[1], source="y = 'rewritten by the agent'")
+        await grace.put_cursor(0, 1)
+        await until({"Grace Hopper": ids[0], "Alan Turing": ids[2]})
+        await call(mcp, "cell_delete", path=name, cell_id=ids[2])
+        await until({"Grace Hopper": ids[0], "Alan Turing": None})

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from jupyter_ydoc import YNotebook
-from pycrdt import Awareness, Doc, Provider, create_awareness_message, read_message
+from pycrdt import Assoc, Awareness, Doc, Provider, StickyIndex, create_awareness_message, read_message
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
 
@@ -122,6 +122,17 @@ class UIClient:
         """The person types ``text`` at the end of a cell (Text offsets are UTF-8 bytes)."""
         source = self.nb.ycells[index]["source"]
         source.insert(len(str(source).encode()), text)
+
+    async def put_cursor(self, index: int, offset: int) -> None:
+        """Put the person's caret in a cell's source, ``offset`` bytes in (before a character), and
+        share it as JupyterLab's editor does: ``cursors`` in the awareness, its ends Yjs relative
+        positions."""
+        head = {"type": None, "tname": None, "assoc": 0,
+                **StickyIndex.new(self.nb.ycells[index]["source"], offset, Assoc.AFTER).to_json()}
+        state = self.awareness.get_local_state() or {}
+        self.awareness.set_local_state({**state, "cursors": [{"anchor": head, "head": head, "primary": True,
+                                                               "empty": True}]})
+        await self.channel.send(create_awareness_message(self.awareness.encode_awareness_update([self.doc.client_id])))
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 20) -> None:
         """Wait until the UI's document satisfies ``predicate`` (it syncs in the background)."""
