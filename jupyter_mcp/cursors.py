@@ -25,6 +25,7 @@ from pycrdt import Array, Doc
 _INFO_STRING = 4  # Yjs content ref of a string (ContentString)
 _HAS_ORIGIN = 0x80  # Yjs item info bit: a left origin follows
 _MAX_ID = 1 << 53
+MAX_POSITIONS = 100  # cursors resolved per call: awareness states are whatever clients send
 
 
 def _varuint(n: int) -> bytes:
@@ -73,35 +74,57 @@ def head_of(state: Any) -> Any:
 
 
 class Positions:
-    """Cells of relative positions in one state of a notebook document (copied once, on demand)."""
+    """Cells of relative positions in one state of a notebook document."""
 
     def __init__(self, ydoc: Doc) -> None:
         self._update = ydoc.get_update()
 
-    def cells_of(self, positions: dict[Any, Any]) -> dict[Any, str | None]:
-        """``cell_of`` each position, by key. Copies whole documents: run it in a worker thread."""
-        return {key: self.cell_of(position) for key, position in positions.items()}
-
     def cell_of(self, position: Any) -> str | None:
         """The id of the cell whose source holds ``position``, or None."""
-        copy = Doc()
-        copy.apply_update(self._update)
-        cells = copy.get("cells", type=Array)
-        hit: list[str | None] = []
+        return self.cells_of({None: position})[None]
 
-        def on_change(events: list[Any]) -> None:
-            for event in events:
-                path = list(getattr(event, "path", []))
-                if len(path) == 2 and path[1] == "source" and isinstance(path[0], int):
-                    value = cells[path[0]].get("id")
-                    hit.append(str(value) if value is not None else None)
+    def cells_of(self, positions: dict[Any, Any]) -> dict[Any, str | None]:
+        """``cell_of`` each position (at most ``MAX_POSITIONS``; the rest None), by key. Probes
+        share a copy of the document while they land in cell sources (a character there moves
+        no other item); one that lands anywhere else may have changed the copy, so the next
+        probe gets a fresh one. Copies whole documents: for a large one, run in a worker thread."""
+        found: dict[Any, str | None] = {}
+        copy = None
+        for key, position in list(positions.items())[:MAX_POSITIONS]:
+            if copy is None:
+                copy = _Copy(self._update)
+            found[key] = copy.probe(position)
+            if found[key] is None:
+                copy = None
+        return {key: found.get(key) for key in positions}
 
-        cells.observe_deep(on_change)
+
+class _Copy:
+    """A copy of the document that tells which cell's source a probe character went into."""
+
+    def __init__(self, update: bytes) -> None:
+        self.doc = Doc()
+        self.doc.apply_update(update)
+        self.cells = self.doc.get("cells", type=Array)
+        self.hit: list[str | None] = []
+        self.cells.observe_deep(self._on_change)
+
+    def _on_change(self, events: list[Any]) -> None:
+        for event in events:
+            path = list(getattr(event, "path", []))
+            if len(path) == 2 and path[1] == "source" and isinstance(path[0], int):
+                value = self.cells[path[0]].get("id")
+                self.hit.append(str(value) if value is not None else None)
+            else:
+                self.hit.append(None)
+
+    def probe(self, position: Any) -> str | None:
+        self.hit.clear()
         update = probe(position, random.getrandbits(52) | 1 << 52)  # a client no peer has
         if update is None:
             return None
         try:
-            copy.apply_update(update)
+            self.doc.apply_update(update)
         except RuntimeError:  # the position names something that holds no text (a cell's map)
             return None
-        return hit[0] if len(hit) == 1 else None
+        return self.hit[0] if len(self.hit) == 1 else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from jupyter_ydoc import YNotebook
 from pycrdt import Assoc, Doc, StickyIndex
 
-from jupyter_mcp.cursors import Positions, head_of
+from jupyter_mcp.cursors import MAX_POSITIONS, Positions, head_of
 
 
 def notebook(*sources: str) -> YNotebook:
@@ -56,6 +56,24 @@ def test_positions_that_name_no_cell():
     kinds = {positions.cell_of({kind: {"client": client, "clock": clock}})  # a map, an output, metadata...
              for kind in ("item", "type") for clock in range(100)}
     assert kinds == {None, "c0"}
+
+
+def test_positions_asked_together_do_not_disturb_each_other():
+    """Every id the writer made, as an origin and as a parent (some put a character into a cell's
+    map or the cell list), asked in one call with a real cursor after each: each real one is
+    still found in its cell."""
+    ynb = notebook("abc", "xyz")
+    client = ynb.ydoc.client_id
+    real = {f"c{i}": StickyIndex.new(ynb.ycells[i]["source"], 1, Assoc.AFTER).to_json() for i in range(2)}
+    asked = {}
+    for clock in range(60):
+        for kind in ("item", "type"):
+            asked[(kind, clock)] = {kind: {"client": client, "clock": clock}}
+            asked[(kind, clock, "real")] = real[f"c{clock % 2}"]
+    found = Positions(ynb.ydoc).cells_of(dict(list(asked.items())[:MAX_POSITIONS]))
+    assert all(found[key] == f"c{key[1] % 2}" for key in found if key[-1] == "real")
+    beyond = Positions(ynb.ydoc).cells_of({i: real["c0"] for i in range(MAX_POSITIONS + 5)})
+    assert list(beyond.values()) == ["c0"] * MAX_POSITIONS + [None] * 5  # bounded
     deleted = StickyIndex.new(ynb.ycells[0]["source"], 1, Assoc.AFTER).to_json()
     del ynb.ycells[0]
     assert Positions(ynb.ydoc).cell_of(deleted) is None
