@@ -61,6 +61,8 @@ AGENT: Agent = Depends(calling_agent)
 Path = Annotated[str, Field(description="Notebook path in the workspace, e.g. 'analysis/report.ipynb'.")]
 CellId = Annotated[str | None, Field(description="The cell's id (stable; preferred). Give this or index.")]
 Index = Annotated[int | None, Field(description="The cell's 0-based position, if no cell_id is given.")]
+InsertAt = Annotated[int | None, Field(description="Position of the new cell (0 = first); default: the end.")]
+AfterCellId = Annotated[str | None, Field(description="Insert right after this cell instead of at an index.")]
 MaxChars = Annotated[int, Field(description="Longest text shown per output; longer ones are cut with a note.", ge=0)]
 MAX_CELLS = 1000  # the most cells one notebook_get answers: one answer stays small enough to send at once
 MAX_OUTLINE_CELLS = 5000  # the same, in outline mode (a cell is ~100 bytes there)
@@ -281,10 +283,8 @@ async def cell_insert(
     path: Path,
     source: Annotated[str, Field(description="The new cell's source.")] = "",
     cell_type: Annotated[CellType, Field(description="The new cell's type.")] = "code",
-    index: Annotated[int | None, Field(description="Position of the new cell (0 = first); default: the end.")] = None,
-    after_cell_id: Annotated[
-        str | None, Field(description="Insert right after this cell instead of at an index.")
-    ] = None,
+    index: InsertAt = None,
+    after_cell_id: AfterCellId = None,
     nbs: Notebooks = NOTEBOOKS,
     agent: Agent = AGENT,
 ) -> views.InsertedCell:
@@ -412,10 +412,8 @@ async def cell_execute(
 async def cell_insert_execute(
     path: Path,
     source: Annotated[str, Field(description="The new code cell's source.")],
-    index: Annotated[int | None, Field(description="Position of the new cell (0 = first); default: the end.")] = None,
-    after_cell_id: Annotated[
-        str | None, Field(description="Insert right after this cell instead of at an index.")
-    ] = None,
+    index: InsertAt = None,
+    after_cell_id: AfterCellId = None,
     timeout: Timeout = 300,
     stream: Stream = False,
     max_output_chars: MaxChars = outputs.DEFAULT_MAX_CHARS,
