@@ -25,7 +25,7 @@ from .presence import AgentPresence
 from .rooms import Rooms, file_id_of
 from .resources import CONTENTS_ACTIONS, Subscriptions
 from .server import build_server
-from .sweeper import Sweeper
+from .sweeper import COLLABORATOR_EVENTS, Sweeper
 from .tasks import Limits, TaskManager, load_store
 from .tornado_asgi import Lifespan
 
@@ -179,6 +179,8 @@ class JupyterMCPApp(ExtensionApp):
         self.sweeper = Sweeper(self.rooms, self.activity, idle_timeout=self.room_idle_timeout,
                                interval=self.room_sweep_interval, on_close=self.presence.forget_room,
                                logger=self.log, stop_idle_kernels=self.kernels.stop_idle)
+        if event_logger is not None:  # a person leaving does not close a room MCP is busy in
+            event_logger.add_listener(schema_id=COLLABORATOR_EVENTS, listener=self.sweeper.on_collaborator_event)
         try:
             store = load_store(self.task_store_class, **self.task_store_options)
         except Exception as exc:

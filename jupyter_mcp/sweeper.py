@@ -7,6 +7,7 @@ sweeper says so (a warning naming the file and the reason, and ``room_list``) an
 at every sweep until the save works. At shutdown every room MCP used is saved before the rooms
 stop, and one error line names each room that could not be. Each sweep then runs
 ``stop_idle_kernels`` (``Kernels.stop_idle``: the kernels MCP started that nobody uses).
+A room MCP is busy in is not closed by jupyter-server-ydoc either when its last person leaves.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from .rooms import Rooms
 
 log = logging.getLogger(__name__)
 
+#: jupyter-server-ydoc's events of people joining and leaving rooms.
+COLLABORATOR_EVENTS = "https://schema.jupyter.org/jupyter_collaboration/awareness/v1"
+
 
 class Sweeper:
     def __init__(self, rooms: Rooms, activity: Activity, *, idle_timeout: float, interval: float,
@@ -35,6 +39,17 @@ class Sweeper:
         self.stop_idle_kernels = stop_idle_kernels
         self.log = logger or log  # the server's log, so that its lines reach the server's output
         self._task: asyncio.Task[None] | None = None
+
+    async def on_collaborator_event(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+        """jupyter-server-ydoc's awareness events: when the last person leaves a room, it arms its
+        own cleanup, which deletes the room a while later (``document_cleanup_delay``) whatever
+        MCP is doing there. A busy room (a run, a resource subscription) is kept open instead;
+        the sweeper closes it once it is idle, as any other."""
+        room_id = data.get("roomid")
+        if data.get("action") == "leave" and isinstance(room_id, str) and self.activity.busy(room_id):
+            room = dict(self.rooms.document_rooms()).get(room_id)
+            if room is not None:
+                self.rooms.keep_open(room)
 
     def _closable(self, room_id: str, room: Any) -> bool:
         if room.clients or self.activity.busy(room_id):

@@ -248,9 +248,11 @@ async def wait_until(predicate, timeout: float = 20) -> None:
 
 @pytest.fixture(scope="module")
 def sweeping(tmp_path_factory):
-    """A server that closes a room one second after its last use."""
+    """A server that closes a room one second after its last use, and whose jupyter-server-ydoc
+    deletes a room one second after the last person left it."""
     server = LiveServer(tmp_path_factory.mktemp("sweeping"), args=[
-        "--JupyterMCPApp.room_idle_timeout=1", "--JupyterMCPApp.room_sweep_interval=0.5"]).start()
+        "--JupyterMCPApp.room_idle_timeout=1", "--JupyterMCPApp.room_sweep_interval=0.5",
+        "--YDocExtension.document_cleanup_delay=1"]).start()
     yield server
     server.stop()
 
@@ -276,6 +278,25 @@ async def test_a_subscribed_notebook_stays_open_until_its_last_subscriber_goes(s
                 await asyncio.sleep(3)
                 assert await room_open(mcp, name)
             await wait_until_async(lambda: room_open(mcp, name), False)  # the stream ended: released
+
+
+async def test_a_person_leaving_a_subscribed_notebook_does_not_close_it_under_the_subscriber(sweeping):
+    """jupyter-server-ydoc deletes a room a while after the last person leaves it; a room someone
+    is subscribed to is kept, so the subscriber is still told of the changes made after."""
+    name, ids = new_notebook(sweeping.root, "a = 1")
+    updates = Updates()
+    async with connect(sweeping.mcp_url, sweeping.token, message_handler=updates) as mcp:
+        await subscribe(mcp, uri(name, ids[0]))
+        room_id = (await call(mcp, "notebook_get", path=name))["room_id"]
+        async with UIClient(sweeping.url, sweeping.token, name) as ui:
+            ui.type_into(0, " + 1")
+            await updates.wait_for(uri(name, ids[0]))
+        await asyncio.sleep(3)  # three times the cleanup delay since the person left
+        updates.uris.clear()
+        await call(mcp, "cell_update", path=name, cell_id=ids[0], source="a = 2")
+        await updates.wait_for(uri(name, ids[0]))
+        assert (await call(mcp, "notebook_get", path=name))["room_id"] == room_id
+        assert [r["room_id"] for r in (await call(mcp, "room_list"))["rooms"] if r["path"] == name] == [room_id]
 
 
 async def test_a_session_that_goes_away_releases_its_subscriptions(sweeping):
