@@ -11,8 +11,8 @@ So the position is asked of a copy of the document, in Yjs's own terms: one char
 integrated there with the position as its origin (after the character named) or as its
 parent (into the text named), and the cell whose source took it is the cell the cursor is
 in. A position the document does not know (a stranger's, or in text since deleted for
-good) integrates nowhere: no cell. The copy is made once per call that asks (see
-``Positions``), never for a room where nobody shares a cursor.
+good) integrates nowhere: no cell. One copy serves every cursor of a call (see
+``Positions``); none is made for a room where nobody shares a cursor.
 """
 
 from __future__ import annotations

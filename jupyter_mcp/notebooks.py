@@ -18,11 +18,11 @@ from mcp_types import TextContent
 from . import cells, changes, execution, files, moves, outputs, permissions, presence, search
 from .activity import Activity
 from .cells import CellType
+from .cursors import Positions
 from .errors import NotebookError
 from .identity import Agent
 from .kernels import Kernels
 from .paths import canonical_path, read_real_file
-from .cursors import Positions
 from .presence import AgentPresence
 from .resources import cell_resource
 from .rooms import LiveNotebook, Rooms, file_id_of
