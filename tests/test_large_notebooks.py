@@ -78,7 +78,9 @@ async def test_a_20000_cell_notebook_never_holds_the_server(live_factory):
             assert got["index"] == 12_345 and got["source"] == target["source"] and got["cell_type"] == "code"
 
             edited = await step("cell_update", "cell_update", cell_id=target["id"], source="changed = 1")
-            assert edited == {"id": target["id"], "index": 12_345, "cell_type": "code", "source": "changed = 1"}
+            assert edited == {"id": target["id"], "index": 12_345, "cell_type": "code", "source": "changed = 1",
+                              "diff": "--- before\n+++ after\n@@ -1,2 +1 @@\n-x_12345 = 12345\n"
+                                      "-print(x_12345 * 2)\n+changed = 1\n"}
 
             page = await step("notebook_get after the edit", "notebook_get", start_index=12_000, max_cells=500)
             assert page["cells"][345]["id"] == target["id"] and page["cells"][345]["source"] == "changed = 1"
@@ -129,7 +131,7 @@ def test_one_pass_reads_are_what_pycrdt_and_jupyter_ydoc_read(tmp_path):
 
     cells.update(ynb, 5, "new source", "markdown")
     new_id = cells.insert(ynb, 0, "code", "first")
-    cells.delete(ynb, 10)
+    cells.delete(ynb, [10])
     fresh = json.loads(str(ynb.ycells))
     assert cells.snapshot(ynb) == fresh == ynb.ycells.to_py()
     assert cells.find(ynb, new_id) == 0 and cells.find(ynb, written[30]["id"]) == 30

@@ -325,7 +325,8 @@ async def test_cell_type_change_in_place(live):
     name, ids = fresh(live)
     async with connect(live.mcp_url, live.token) as mcp:
         changed = await call(mcp, "cell_update", path=name, cell_id=ids[0], source="# Title", cell_type="markdown")
-        assert changed == {"id": ids[0], "index": 0, "cell_type": "markdown", "source": "# Title"}
+        assert changed == {"id": ids[0], "index": 0, "cell_type": "markdown", "source": "# Title",
+                           "diff": "--- before\n+++ after\n@@ -1 +1 @@\n-a = 1\n+# Title\n"}
         cell = await call(mcp, "cell_get", path=name, cell_id=ids[0])
         assert "outputs" not in cell and cell["cell_type"] == "markdown"
 
