@@ -269,8 +269,7 @@ class Notebooks:
                        stream: bool, ctx: Context | None, max_output_chars: int) -> ToolResult:
         nb = await self.open_for_edit(path, agent)
         await self._may_start_kernel(nb, agent)
-        return await execution.run_cell(self.rooms, self.activity, self.kernels, nb, cell_id, index, timeout,
-                                        execution.ClientStream(ctx) if stream else None, max_output_chars)
+        return await self._run_cell(nb, cell_id, index, timeout, stream, ctx, max_output_chars)
 
     async def insert_and_run(self, path: str, agent: Agent, source: str, index: int | None,
                              after_cell_id: str | None, timeout: float, stream: bool, ctx: Context | None,
@@ -282,7 +281,11 @@ class Notebooks:
             raise NotebookError("source is empty: pass the code the new cell runs")
         new_id, _ = self._insert(nb, source, "code", index, after_cell_id)
         await self.edited(nb)
-        return await execution.run_cell(self.rooms, self.activity, self.kernels, nb, new_id, None, timeout,
+        return await self._run_cell(nb, new_id, None, timeout, stream, ctx, max_output_chars)
+
+    async def _run_cell(self, nb: LiveNotebook, cell_id: str | None, index: int | None, timeout: float,
+                        stream: bool, ctx: Context | None, max_output_chars: int) -> ToolResult:
+        return await execution.run_cell(self.rooms, self.activity, self.kernels, nb, cell_id, index, timeout,
                                         execution.ClientStream(ctx) if stream else None, max_output_chars)
 
     async def run_code(self, path: str, agent: Agent, code: str, timeout: float, stream: bool, ctx: Context | None,

@@ -299,6 +299,28 @@ async def test_a_person_leaving_a_subscribed_notebook_does_not_close_it_under_th
         assert [r["room_id"] for r in (await call(mcp, "room_list"))["rooms"] if r["path"] == name] == [room_id]
 
 
+async def test_a_person_leaving_during_an_agents_run_loses_no_output(sweeping):
+    """The person leaves mid-run and jupyter-server-ydoc's cleanup delay passes: every output of
+    the run is in the answer, in the notebook's room and on disk."""
+    name, ids = new_notebook(sweeping.root, "import time\nfor i in range(4):\n    print(i, flush=True)\n"
+                                            "    time.sleep(1)")
+    async with connect(sweeping.mcp_url, sweeping.token) as mcp:
+        room_id = (await call(mcp, "notebook_get", path=name))["room_id"]
+        async with UIClient(sweeping.url, sweeping.token, name) as ui:
+            run = asyncio.create_task(call(mcp, "cell_execute", path=name, cell_id=ids[0], timeout=60))
+            await ui.wait_for(lambda: "0" in str(ui.nb.ycells[0]["outputs"].to_py()))
+        ran = await run  # the person left 3 s before the end, three times the cleanup delay
+        assert ran["outputs"][0]["text"] == "0\n1\n2\n3\n"
+        assert [r["room_id"] for r in (await call(mcp, "room_list"))["rooms"] if r["path"] == name] == [room_id]
+        assert (await call(mcp, "cell_get", path=name, cell_id=ids[0]))["outputs"][0]["text"] == "0\n1\n2\n3\n"
+        for _ in range(50):
+            saved = json.loads((sweeping.root / name).read_text())["cells"][0]["outputs"]
+            if saved and "".join(saved[0]["text"]) == "0\n1\n2\n3\n":
+                break
+            await asyncio.sleep(0.2)
+        assert "".join(saved[0]["text"]) == "0\n1\n2\n3\n"
+
+
 async def test_a_session_that_goes_away_releases_its_subscriptions(sweeping):
     name, _ = new_notebook(sweeping.root, "1")
     async with connect(sweeping.mcp_url, sweeping.token) as watcher:

@@ -52,8 +52,7 @@ async def test_searches_the_live_document_with_a_persons_unsaved_typing(live):
     name = f"{where}/live.ipynb"
     ids = write_notebook(live.root / name, ["a = 1"])
     async with connect(live.mcp_url, live.token) as mcp, UIClient(live.url, live.token, name) as ui:
-        text = ui.nb.ycells[0]["source"]
-        text.insert(len(str(text)), "\nquokka = 2  # typed, not saved")
+        ui.type_into(0, "\nquokka = 2  # typed, not saved")
         for _ in range(100):
             found = await call(mcp, "notebook_search", query="quokka", folder=where)
             if found["matches"]:
