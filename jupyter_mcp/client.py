@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.extension import ClientExtension, NotificationBinding
 from mcp_types import TaskStatusNotificationParams
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 LEGACY = "legacy"  # the initialize handshake (2025-11-25), what most clients speak today
@@ -71,35 +72,59 @@ async def _refuse_clearly(response: Any) -> None:
 
 TERMINAL = ("completed", "failed", "cancelled")
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+SEED = "io.datalayer/tasks"  # the seed's extension: this server's own, on both eras
+CORE = "2025-11-25"  # the core tasks of 2025-11-25 (initialize handshake only)
+OFFICIAL = "io.modelcontextprotocol/tasks"  # the official extension (SEP-2663)
 
 
 class Tasks:
-    """Call tools as MCP tasks (io.datalayer/tasks) over an open ``Client``.
+    """Call tools as MCP tasks over an open ``Client``, in one of the three dialects.
 
-    ``submit`` sends tools/call with task metadata (and an idempotency key, so a
-    retry after a dropped connection answers the same task); ``get``, ``list``,
-    ``cancel`` and ``result`` are the four tasks/* methods; ``wait`` polls at the
-    task's pollInterval. Errors from the server raise ``mcp.shared.exceptions.MCPError``.
+    ``SEED`` (the default) and ``OFFICIAL`` are declared in each request's client
+    capabilities; ``CORE`` is what a 2025-11-25 client that declares neither speaks.
+    ``submit`` starts a call as a task (with an idempotency key, a retry after a dropped
+    connection answers the same task); ``get``, ``cancel`` and ``wait`` work on all three;
+    ``result`` is tasks/result on the first two and the result inlined by ``tasks/get`` on
+    the official one; ``list`` is not official, ``update`` only official. Errors from the
+    server raise ``mcp.shared.exceptions.MCPError``.
     """
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Client, dialect: str = SEED) -> None:
+        if dialect not in (SEED, CORE, OFFICIAL):
+            raise ValueError(f"dialect must be one of {SEED!r}, {CORE!r}, {OFFICIAL!r}")
         self.client = client
+        self.dialect = dialect
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """A raw JSON-RPC request: the SDK's typed calls reject task-shaped results."""
+        """A raw JSON-RPC request: the SDK's typed calls reject task-shaped results. It declares
+        the dialect's extension, and names the task in ``Mcp-Name`` where the official one says so."""
         session = self.client.session
-        data: dict[str, Any] = {"method": method, "params": params or {}}
+        data: dict[str, Any] = {"method": method, "params": dict(params or {})}
         opts: dict[str, Any] = {}
         session._stamp(data, opts)
+        if self.dialect != CORE:
+            meta = data["params"].setdefault("_meta", {})
+            caps = dict(meta.get(CLIENT_CAPABILITIES) or {})
+            caps["extensions"] = {**(caps.get("extensions") or {}), self.dialect: {}}
+            meta[CLIENT_CAPABILITIES] = caps
+        if self.dialect == OFFICIAL and method.startswith("tasks/") and "taskId" in data["params"]:
+            opts.setdefault("headers", {})["Mcp-Name"] = str(data["params"]["taskId"])
         return await session._dispatcher.send_raw_request(method, data.get("params"), opts)
 
     async def submit(self, tool: str, arguments: dict[str, Any] | None = None, *, ttl: int | None = None,
                      idempotency_key: str | None = None) -> dict[str, Any]:
-        """Start ``tool`` as a task; returns the Task (taskId, status, pollInterval, ...)."""
-        params: dict[str, Any] = {"name": tool, "arguments": arguments or {}, "task": {} if ttl is None else {"ttl": ttl}}
+        """Start ``tool`` as a task; returns the Task (taskId, status, ...). On the official
+        extension the server decides: a tool it answers at once gives its CallToolResult
+        (``resultType`` "complete") instead."""
+        params: dict[str, Any] = {"name": tool, "arguments": arguments or {}}
+        if self.dialect != OFFICIAL:
+            params["task"] = {} if ttl is None else {"ttl": ttl}
         if idempotency_key is not None:
             params["_meta"] = {IDEMPOTENCY_KEY: idempotency_key}
         created = await self.request("tools/call", params)
+        if self.dialect == OFFICIAL:
+            return created
         if "task" not in created:
             raise RuntimeError(f"the server answered tools/call without a task: {created!r}")
         return created["task"]
@@ -113,12 +138,24 @@ class Tasks:
     async def cancel(self, task_id: str) -> dict[str, Any]:
         return await self.request("tasks/cancel", {"taskId": task_id})
 
+    async def update(self, task_id: str, input_responses: dict[str, Any]) -> dict[str, Any]:
+        """Answer a task's input requests (official extension)."""
+        return await self.request("tasks/update", {"taskId": task_id, "inputResponses": input_responses})
+
     async def result(self, task_id: str) -> dict[str, Any]:
-        """The CallToolResult of a terminal task (raises for a failed one or one still working)."""
-        return await self.request("tasks/result", {"taskId": task_id})
+        """The CallToolResult of a terminal task (raises for a failed one; on the seed's, for one
+        still working too; on the core, it waits)."""
+        if self.dialect != OFFICIAL:
+            return await self.request("tasks/result", {"taskId": task_id})
+        task = await self.get(task_id)
+        if task["status"] == "failed":
+            raise MCPError(code=task["error"]["code"], message=task["error"]["message"], data=task["error"].get("data"))
+        if "result" not in task:
+            raise RuntimeError(f"task {task_id} is {task['status']} and has no result")
+        return task["result"]
 
     async def wait(self, task_id: str, *, timeout: float | None = None) -> dict[str, Any]:
-        """Poll tasks/get at the task's pollInterval until it is terminal."""
+        """Poll tasks/get at the task's poll interval until it is terminal."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
@@ -127,16 +164,18 @@ class Tasks:
                 return task
             if deadline is not None and loop.time() > deadline:
                 raise TimeoutError(f"task {task_id} still {task['status']} after {timeout}s")
-            await asyncio.sleep(task.get("pollInterval", 1000) / 1000)
+            await asyncio.sleep(task.get("pollInterval", task.get("pollIntervalMs", 1000)) / 1000)
 
     async def run(self, tool: str, arguments: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
         """submit, wait, result: a tool call that survives as a task."""
         task = await self.submit(tool, arguments, **kwargs)
+        if task.get("resultType") == "complete":  # the official extension's answer at once
+            return task
         await self.wait(task["taskId"])
         return await self.result(task["taskId"])
 
 
-__all__ = ["LEGACY", "MODERN", "Tasks", "connect"]
+__all__ = ["CORE", "LEGACY", "MODERN", "OFFICIAL", "SEED", "Tasks", "connect"]
 
 
 async def _cli(argv: list[str]) -> int:

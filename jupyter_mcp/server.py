@@ -17,7 +17,7 @@ from .tasks import TaskManager, TasksExtension
 from .permissions import Authorize
 from .prompts import PROMPTS
 from .resources import NotebookResources, Subscriptions
-from .tools import NEEDS, TOOLS
+from .tools import NEEDS, RUNS_CODE, TOOLS
 
 INSTRUCTIONS = """\
 Tools for the live Jupyter notebooks of this server. Every notebook and cell tool
@@ -49,7 +49,7 @@ def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager,
         mcp.prompt(prompt)
     mcp.add_middleware(KnownArguments(parameters))
     mcp.add_middleware(Authorize(NEEDS))
-    TasksExtension(tasks, principal_of).install(mcp)
+    TasksExtension(tasks, principal_of, task_tools=RUNS_CODE).install(mcp)
     mcp.add_provider(NotebookResources(notebooks))
     if subscriptions is not None:
         subscriptions.install(mcp)

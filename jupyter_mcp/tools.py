@@ -32,6 +32,10 @@ RUN = {**EDIT, "openWorldHint": True}
 TOOLS: list[tuple[Callable[..., Any], dict[str, Any]]] = []
 #: What each tool needs of Jupyter's authorizer (``permissions``), by tool name.
 NEEDS: dict[str, tuple[permissions.Need, ...]] = {}
+#: The tools that run code, which takes as long as it takes: a client speaking the official
+#: tasks extension (io.modelcontextprotocol/tasks) is answered with a task for these, where the
+#: server is the one to decide.
+RUNS_CODE = frozenset({"cell_execute", "cell_insert_execute", "notebook_execute", "code_execute"})
 
 
 def tool(annotations: dict[str, Any], needs: tuple[permissions.Need, ...],

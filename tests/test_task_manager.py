@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from jupyter_mcp.tasks import dialects
 from jupyter_mcp.tasks.manager import TaskError, TaskManager
 from jupyter_mcp.tasks.records import TaskRecord
 from jupyter_mcp.tasks.stores import InMemoryTaskStore
@@ -110,7 +111,7 @@ async def test_a_failed_tool_keeps_its_partial_in_the_error():
     assert final.status == "failed" and final.status_message == "the kernel died"
     assert final.error["partial"]["ending"] == "failed"
     try:
-        await tasks.result("alice", record.task_id)
+        dialects.final_answer(dialects.SEED, await tasks.finished("alice", record.task_id, wait=False))
     except TaskError as error:
         assert error.code == -32603 and error.data["partial"]["content"][0]["text"] == "diagnosis\n"
     else:

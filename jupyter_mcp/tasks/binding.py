@@ -1,20 +1,24 @@
-"""The tasks extension on the wire: ``tools/call`` with task metadata, and tasks/*.
+"""Tasks on the wire: ``tools/call`` answered with a task, and the tasks/* methods, in the
+three dialects clients speak (``dialects``), over one task manager and one store.
 
-The SDK defines every task shape but routes none of the methods, so they are bound
-here as an extension advertised under ``io.datalayer/tasks``: under
-``capabilities.extensions`` for 2026-07-28 clients, and, because that map is
-stripped on handshake-era connections, under ``capabilities.experimental`` plus
-``capabilities.tasks`` and each tool's ``execution.taskSupport`` for 2025-11-25
-clients. On those connections the runner validates a tools/call result as a
-CallToolResult, so the interceptor answers a placeholder and a server middleware
-(whose return value is not validated) swaps in the CreateTaskResult.
+Which dialect a request speaks is read from the request itself: a request that lists
+``io.modelcontextprotocol/tasks`` in its per-request client capabilities speaks the official
+extension; a client that declared ``io.datalayer/tasks`` (per request, or at initialize)
+speaks the seed's; any other client on a 2025-11-25 connection speaks that version's core
+tasks. On 2026-07-28, which has no core tasks, a client that declared neither is refused
+(-32021), as the official extension says.
+
+The SDK defines the shapes of 2025-11-25 but routes none of the methods, so they are bound
+here as extension methods. On 2025-11-25 connections the runner validates a tools/call
+result as a CallToolResult, so the interceptor answers a placeholder and a server middleware
+(whose return value is not validated) swaps in the task answer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastmcp.server.extensions import MethodBinding, ServerExtension
@@ -26,24 +30,35 @@ from mcp_types import (
     GetTaskPayloadRequestParams,
     GetTaskRequestParams,
     PaginatedRequestParams,
+    RequestParams,
     ServerTasksCapability,
     TaskStatusNotification,
     TaskStatusNotificationParams,
     TextContent,
     ToolExecution,
 )
+from mcp_types.jsonrpc import HEADER_MISMATCH, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from . import dialects
+from .dialects import CORE, OFFICIAL, SEED
 from .manager import INTERNAL_ERROR, INVALID_PARAMS, TaskError, TaskManager
 from .records import TaskRecord
 
-EXTENSION_ID = "io.datalayer/tasks"
+EXTENSION_ID = SEED
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
-RELATED_TASK = "io.modelcontextprotocol/related-task"
+CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 _PLACEHOLDER = EXTENSION_ID + "#created"
 TASK_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result")
 
 Principal = Callable[[Any], str]  # the HTTP request (or None) -> who is asking
+
+
+class UpdateTaskRequestParams(RequestParams):
+    """``tasks/update`` (io.modelcontextprotocol/tasks): answers to a task's input requests."""
+
+    task_id: str
+    input_responses: dict[str, Any] = {}
 
 
 def fingerprint(tool: str, arguments: Any) -> str:
@@ -54,7 +69,7 @@ def fingerprint(tool: str, arguments: Any) -> str:
 
 
 def tool_result_wire(result: Any) -> dict[str, Any]:
-    """A tool's result as the CallToolResult wire dict (what tasks/result answers)."""
+    """A tool's result as the CallToolResult wire dict (what a finished task answers)."""
     def dump(block: Any) -> Any:
         return block.model_dump(by_alias=True, mode="json", exclude_none=True) if hasattr(block, "model_dump") else block
 
@@ -70,21 +85,90 @@ def tool_result_wire(result: Any) -> dict[str, Any]:
     return dict(result)
 
 
+def raw_params(request_context: Any) -> Mapping[str, Any]:
+    """The tools/call params as the client sent them, ``task`` included.
+
+    fastmcp rebuilds the params it hands an extension without ``task``, so this is the one
+    read of its private request context; it fails loudly, not quietly as "no task", the day
+    an upgrade moves it (tests/test_unit_task_dialects.py holds it to that)."""
+    if request_context is None:
+        return {}
+    try:
+        params = request_context._srctx.params
+    except AttributeError as exc:
+        raise RuntimeError("fastmcp's request context no longer carries the raw request params "
+                           "(FastMCPRequestContext._srctx.params): the tasks binding cannot see params.task") from exc
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise RuntimeError(f"the raw request params are a {type(params).__name__}, not a mapping")
+    return params
+
+
+def request_meta(request_context: Any) -> Mapping[str, Any]:
+    """The request's ``_meta`` as sent: from the SDK's request context (a tasks/* method's) or
+    fastmcp's (a tool call's, which lifts it whole)."""
+    params = getattr(request_context, "params", None)
+    if isinstance(params, Mapping):
+        meta = params.get("_meta")
+        return meta if isinstance(meta, Mapping) else {}
+    meta = getattr(request_context, "meta", None)
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def declared(request_context: Any, identifier: str) -> bool:
+    """Whether the client declared the extension ``identifier``: in this request's capabilities
+    (its ``_meta``), or at initialize (``extensions`` or ``experimental``)."""
+    per_request = request_meta(request_context).get(CLIENT_CAPABILITIES)
+    if isinstance(per_request, Mapping) and isinstance(per_request.get("extensions"), Mapping) \
+            and identifier in per_request["extensions"]:
+        return True
+    session = getattr(request_context, "session", None)
+    caps = getattr(session, "client_capabilities", None)
+    return any(identifier in (getattr(caps, field, None) or {}) for field in ("extensions", "experimental"))
+
+
+def dialect_of(request_context: Any) -> str:
+    """The dialect this request speaks (see the module docstring)."""
+    if declared(request_context, OFFICIAL):
+        return OFFICIAL
+    if declared(request_context, SEED):
+        return SEED
+    if getattr(request_context, "protocol_version", None) not in MODERN_PROTOCOL_VERSIONS:
+        return CORE
+    raise MCPError(code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+                   message=f"tasks on 2026-07-28 need the tasks extension in the request's client capabilities: "
+                           f"{OFFICIAL!r} (or this server's {SEED!r})",
+                   data={"requiredCapabilities": {"extensions": {OFFICIAL: {}}}})
+
+
 def _mcp_error(exc: Exception) -> MCPError:
+    if isinstance(exc, MCPError):
+        return exc
     if isinstance(exc, TaskError):
         return MCPError(code=exc.code, message=exc.message, data=exc.data)
     # anything else is the store failing (Redis down, say): say so, do not guess
     return MCPError(code=INTERNAL_ERROR, message=f"the task store is unavailable: {type(exc).__name__}: {exc}")
 
 
+class _Advertised(ServerExtension):
+    """The official extension's capability: exactly ``{}`` (its clients read anything else as
+    "not supported"); its methods are the TasksExtension's, which dispatches on the dialect."""
+
+    identifier = OFFICIAL
+
+
 class TasksExtension(ServerExtension):
-    """Binds tasks/get, tasks/list, tasks/cancel, tasks/result and intercepts tools/call."""
+    """Binds tasks/get, tasks/list, tasks/cancel, tasks/result and tasks/update and intercepts
+    tools/call. ``task_tools``: the tools answered with a task when the client speaks the
+    official extension (there the server decides; the other dialects ask with ``params.task``)."""
 
     identifier = EXTENSION_ID
 
-    def __init__(self, manager: TaskManager, principal: Principal) -> None:
+    def __init__(self, manager: TaskManager, principal: Principal, task_tools: frozenset[str] = frozenset()) -> None:
         self.manager = manager
         self.principal = principal
+        self.task_tools = task_tools
         # Built here, not lazily: the day the SDK claims tasks/* as spec methods,
         # MethodBinding refuses them and this extension refuses to construct.
         self._bindings = [
@@ -92,6 +176,7 @@ class TasksExtension(ServerExtension):
             MethodBinding("tasks/list", PaginatedRequestParams, self._list),
             MethodBinding("tasks/cancel", CancelTaskRequestParams, self._cancel),
             MethodBinding("tasks/result", GetTaskPayloadRequestParams, self._result),
+            MethodBinding("tasks/update", UpdateTaskRequestParams, self._update),
         ]
 
     def settings(self) -> dict[str, Any]:
@@ -104,6 +189,7 @@ class TasksExtension(ServerExtension):
     def install(self, mcp: Any) -> None:
         """Register on a FastMCP server, with the legacy-era advertising and result swap."""
         mcp.add_extension(self)
+        mcp.add_extension(_Advertised())
         mcp.add_middleware(_TaskSupportInToolList())
         mcp.experimental_capabilities[EXTENSION_ID] = self.settings()
         low = mcp._mcp_server
@@ -121,84 +207,127 @@ class TasksExtension(ServerExtension):
 
     async def intercept_tool_call(self, params: Any, context: Any, call_next: Any) -> Any:
         rc = context.request_context
-        raw = (rc._srctx.params if rc is not None else None) or {}
+        raw = raw_params(rc)
         task = raw.get("task")
-        if task is None:  # no task metadata: tools/call is exactly what it always was
+        official = declared(rc, OFFICIAL)
+        if official and params.name not in self.task_tools:
+            return await call_next()  # the server decides: a quick tool answers at once
+        if task is None and not official:  # no task asked for: tools/call is what it always was
             return await call_next()
-        if not isinstance(task, dict):
+        dialect = dialect_of(rc)
+        if dialect != OFFICIAL and not isinstance(task, dict):
             raise MCPError(code=INVALID_PARAMS, message="params.task must be an object like {\"ttl\": 60000}")
-        meta = (rc.meta if rc is not None else None) or {}
-        key = meta.get(IDEMPOTENCY_KEY)
+        key = request_meta(rc).get(IDEMPOTENCY_KEY)
         if key is not None and (not isinstance(key, str) or not key or len(key) > 256):
             raise MCPError(code=INVALID_PARAMS, message=f"{IDEMPOTENCY_KEY} must be a string of 1-256 characters")
+
         async def work() -> dict[str, Any]:
             return tool_result_wire(await call_next())
 
-        notify = _notifier(context.session)
         try:
             record = await self.manager.submit(
                 owner=self.principal(rc.request if rc is not None else None), tool=params.name,
-                fingerprint=fingerprint(params.name, raw.get("arguments")), ttl=task.get("ttl"), key=key,
-                work=work, notify=notify)
+                fingerprint=fingerprint(params.name, raw.get("arguments")),
+                ttl=task.get("ttl") if isinstance(task, dict) else None, key=key, work=work,
+                notify=_notifier(context.session, dialect))
         except Exception as exc:
             raise _mcp_error(exc) from None
+        answer = dialects.created(dialect, record, modern=rc.protocol_version in MODERN_PROTOCOL_VERSIONS)
         return ToolResult(content=[TextContent(type="text", text=f"task {record.task_id} created")],
-                          meta={_PLACEHOLDER: record.to_wire()})
+                          meta={_PLACEHOLDER: answer})
 
     async def _swap_placeholder(self, ctx: Any, call_next: Any) -> Any:
         result = await call_next(ctx)
         if ctx.method != "tools/call" or not isinstance(result, dict):
             return result
-        task = (result.get("_meta") or {}).get(_PLACEHOLDER)
-        if task is None:
-            return result
-        created: dict[str, Any] = {"task": task, "_meta": {RELATED_TASK: {"taskId": task["taskId"]}}}
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            created["resultType"] = "task"
-        return created
+        answer = (result.get("_meta") or {}).get(_PLACEHOLDER)
+        return result if answer is None else answer
 
     # -- tasks/* -----------------------------------------------------------------------
 
-    def _owner(self, ctx: Any) -> str:
-        return self.principal(getattr(ctx, "request", None))
+    def _asker(self, ctx: Any, task_id: str | None = None) -> tuple[str, str]:
+        """Who asks, and in which dialect; an official request's routing header must name its task."""
+        dialect = dialect_of(ctx)
+        if dialect == OFFICIAL and task_id is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            named = ctx.request.headers.get("mcp-name") if getattr(ctx, "request", None) is not None else None
+            if named != task_id:
+                raise MCPError(code=HEADER_MISMATCH, message=f"the Mcp-Name header ({named!r}) must be the taskId "
+                                                             f"of the request ({task_id!r})")
+        return self.principal(getattr(ctx, "request", None)), dialect
+
+    @staticmethod
+    def _not_in(dialect: str, method: str, instead: str) -> MCPError:
+        return MCPError(code=METHOD_NOT_FOUND, message=f"{method} is not a method of {dialect}: {instead}")
 
     async def _get(self, ctx: Any, params: GetTaskRequestParams) -> dict[str, Any]:
         try:
-            return (await self.manager.get(self._owner(ctx), params.task_id)).to_wire()
+            owner, dialect = self._asker(ctx, params.task_id)
+            return dialects.task(dialect, await self.manager.get(owner, params.task_id))
         except Exception as exc:
             raise _mcp_error(exc) from None
 
     async def _list(self, ctx: Any, params: PaginatedRequestParams) -> dict[str, Any]:
         try:
-            page, cursor = await self.manager.list(self._owner(ctx), params.cursor)
+            owner, dialect = self._asker(ctx)
+            if dialect == OFFICIAL:
+                raise self._not_in(OFFICIAL, "tasks/list", "it has no list, by design; keep the ids you are given")
+            page, cursor = await self.manager.list(owner, params.cursor)
         except Exception as exc:
             raise _mcp_error(exc) from None
-        answer: dict[str, Any] = {"tasks": [r.to_wire() for r in page]}
+        answer: dict[str, Any] = {"tasks": [dialects.task(dialect, r) for r in page]}
         if cursor:
             answer["nextCursor"] = cursor
         return answer
 
     async def _cancel(self, ctx: Any, params: CancelTaskRequestParams) -> dict[str, Any]:
         try:
-            return (await self.manager.cancel(self._owner(ctx), params.task_id, _notifier(ctx.session))).to_wire()
+            owner, dialect = self._asker(ctx, params.task_id)
+            notify = _notifier(ctx.session, dialect)
+            if dialect != OFFICIAL:
+                return dialects.task(dialect, await self.manager.cancel(owner, params.task_id, notify))
+            # acknowledged, and cooperative: a task that already ended stays as it ended
+            if not (await self.manager.get(owner, params.task_id)).terminal:
+                try:
+                    await self.manager.cancel(owner, params.task_id, notify)
+                except TaskError as exc:
+                    if exc.code != INVALID_PARAMS:  # it ended meanwhile: still acknowledged
+                        raise
+            return {"resultType": "complete"}
         except Exception as exc:
             raise _mcp_error(exc) from None
 
     async def _result(self, ctx: Any, params: GetTaskPayloadRequestParams) -> dict[str, Any]:
         try:
-            result = dict(await self.manager.result(self._owner(ctx), params.task_id))
+            owner, dialect = self._asker(ctx, params.task_id)
+            if dialect == OFFICIAL:
+                raise self._not_in(OFFICIAL, "tasks/result", "tasks/get answers the result once the task is terminal")
+            record = await self.manager.finished(owner, params.task_id, wait=dialect == CORE)
+            return dialects.final_answer(dialect, record)
         except Exception as exc:
             raise _mcp_error(exc) from None
-        result["_meta"] = {**(result.get("_meta") or {}), RELATED_TASK: {"taskId": params.task_id}}
-        return result
+
+    async def _update(self, ctx: Any, params: UpdateTaskRequestParams) -> dict[str, Any]:
+        try:
+            owner, dialect = self._asker(ctx, params.task_id)
+            if dialect != OFFICIAL:
+                raise self._not_in(dialect, "tasks/update", f"a client does not change a task (it belongs to {OFFICIAL})")
+            await self.manager.get(owner, params.task_id)  # it must be the asker's task
+            # No task of ours asks for input yet: answers to requests never made are ignored, as
+            # the extension says of keys that are not outstanding.
+            return {"resultType": "complete"}
+        except Exception as exc:
+            raise _mcp_error(exc) from None
 
 
-def _notifier(session: Any) -> Any:
+def _notifier(session: Any, dialect: str) -> Any:
     """notifications/tasks/status to this session, outside any request (the standalone
-    stream on 2025-11-25): the Task, never its result."""
+    stream on 2025-11-25): the Task, never its result. The official extension pushes status
+    through subscriptions/listen instead, so its tasks notify nobody here."""
     async def notify(record: TaskRecord) -> None:
+        if dialect == OFFICIAL:
+            return
         await session.send_notification(TaskStatusNotification(
-            params=TaskStatusNotificationParams.model_validate(record.to_wire())))
+            params=TaskStatusNotificationParams.model_validate(dialects.task(dialect, record))))
     return notify
 
 

@@ -345,19 +345,21 @@ class TaskManager:
         page = [await self._settled(record) for record in page]
         return page, (_encode_cursor(page[-1]) if more and page else None)
 
-    async def result(self, owner: str, task_id: Any) -> dict[str, Any]:
+    async def finished(self, owner: str, task_id: Any, *, wait: bool) -> TaskRecord:
+        """The task once it is terminal. ``wait``: until it is (a run here is awaited, one on
+        another server polled at the poll interval); otherwise a working task is refused."""
         record = await self.get(owner, task_id)
-        if not record.terminal:
-            raise TaskError(INVALID_PARAMS, f"task {record.task_id!r} is still {record.status}; poll tasks/get "
-                                            "until it is completed, failed or cancelled")
-        if record.status == FAILED:
-            error = record.error or {"message": record.status_message or "the task failed"}
-            raise TaskError(INTERNAL_ERROR, f"task failed: {error.get('message')}",
-                            {"taskId": record.task_id, "partial": error.get("partial") or record.result})
-        if record.result is None:
-            raise TaskError(INVALID_PARAMS, f"task {record.task_id!r} was cancelled before it produced any output; "
-                                            "there is no result")
-        return record.result
+        while not record.terminal:
+            if not wait:
+                raise TaskError(INVALID_PARAMS, f"task {record.task_id!r} is still {record.status}; poll tasks/get "
+                                                "until it is completed, failed or cancelled")
+            run = self.runs.get(record.task_id)
+            if run is not None and not run.done.is_set():
+                await run.done.wait()
+            else:  # another server's run, or this one's final state being written
+                await asyncio.sleep(self.poll_interval_ms / 1000 if run is None else 0.05)
+            record = await self.get(owner, task_id)
+        return record
 
     # -- cancelling --------------------------------------------------------------------
 
