@@ -38,8 +38,8 @@ class ClientStream:
         self.ctx = ctx
         self.sent = 0
         rc = getattr(ctx, "request_context", None) if ctx is not None else None
-        meta = getattr(getattr(rc, "_srctx", None), "meta", None) or {}
-        self.has_token = meta.get("progress_token") is not None
+        meta = getattr(rc, "meta", None) or {}  # the request's _meta as sent
+        self.has_token = meta.get("progressToken") is not None
 
     async def send(self, event: OutputEvent) -> None:
         if self.ctx is None:
