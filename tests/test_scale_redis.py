@@ -23,7 +23,7 @@ from contextlib import asynccontextmanager
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from jupyter_mcp.client import LEGACY, MODERN, Tasks, connect
+from jupyter_mcp.client import CORE, LEGACY, MODERN, Tasks, connect
 from jupyter_mcp.testing import LiveServer, call, new_notebook
 
 REDIS_STORE = "--JupyterMCPApp.task_store_class=jupyter_mcp.tasks.redis_store:RedisTaskStore"
@@ -105,6 +105,15 @@ async def test_a_task_made_on_one_server_is_answered_by_the_other(pair, mode):
         listed = (await on_a.result(made_on_b["taskId"]))["structuredContent"]["notebooks"]
         assert name in [nb["path"] for nb in listed]  # B lists the shared workspace
         assert {task["taskId"], made_on_b["taskId"]} <= {t["taskId"] for t in (await on_a.list())["tasks"]}
+
+
+async def test_the_cores_tasks_result_on_the_other_server_waits_for_the_end(pair):
+    """2025-11-25 core: tasks/result sent to B for a task A runs waits until it ends, then answers it."""
+    a, b = pair
+    name, ids = new_notebook(a.root, "import time\ntime.sleep(3)\nprint('ran on A')", prefix="wait")
+    async with connect(a.mcp_url, a.token) as on_a, connect(b.mcp_url, b.token) as on_b:
+        task = await Tasks(on_a, CORE).submit("cell_execute", {"path": name, "cell_id": ids[0]})
+        assert text_of(await Tasks(on_b, CORE).result(task["taskId"])) == "ran on A\n"
 
 
 # --- One key, one task, whichever server gets the call --------------------------------------------
