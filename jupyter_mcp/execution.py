@@ -18,7 +18,7 @@ from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from . import cells, outputs
+from . import cells, outputs, progress
 from .activity import Activity
 from .errors import NotebookError, logs_its_error
 from .kernels import Execution, Kernels, OnEvent, OutputEvent
@@ -57,7 +57,7 @@ class ClientStream:
                                                                   "shows up to max_output_chars")
         try:
             if self.has_token:
-                await self.ctx.report_progress(self.sent, None, text)
+                await progress.report(self.ctx, self.sent, None, text)
             else:
                 await self.ctx.info(text)
         except Exception:  # a client that went away must not stop the run
@@ -359,7 +359,7 @@ class _NotebookProgress:
         await report_status(message)
         if self.ctx is not None:
             try:
-                await self.ctx.report_progress(done, self.total, message)
+                await progress.report(self.ctx, done, self.total, message)
             except Exception:  # a client that went away must not stop the run
                 self.ctx = None
 

@@ -15,6 +15,7 @@ from .identity import principal_of
 from .notebooks import Notebooks
 from .tasks import TaskManager, TasksExtension
 from .permissions import Authorize
+from .progress import KeepAlive
 from .prompts import PROMPTS
 from .resources import NotebookResources, Subscriptions
 from .tools import NEEDS, RUNS_CODE, TOOLS
@@ -49,6 +50,7 @@ def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager,
         mcp.prompt(prompt)
     mcp.add_middleware(KnownArguments(parameters))
     mcp.add_middleware(Authorize(NEEDS))
+    mcp.add_middleware(KeepAlive(RUNS_CODE))
     TasksExtension(tasks, principal_of, task_tools=RUNS_CODE).install(mcp)
     mcp.add_provider(NotebookResources(notebooks))
     if subscriptions is not None:

@@ -74,7 +74,9 @@ MaxImageBytes = Annotated[int, Field(description="Attach stored images as image 
                                                  "in all (0: attach none, only name them).", ge=0)]
 Timeout = Annotated[float, Field(description="Seconds before the kernel is interrupted.", gt=0, le=86400)]
 Stream = Annotated[bool, Field(description="Also send each output to you as it arrives (progress "
-                                           "notifications if you gave a progress token, log messages otherwise).")]
+                                           "notifications if you gave a progress token, log messages otherwise). "
+                                           "A progress token alone already brings progress at least every 15 s "
+                                           "while the code runs.")]
 
 
 @tool(READ_ONLY, permissions.READ)

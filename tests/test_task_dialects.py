@@ -106,6 +106,20 @@ async def test_core_retry_with_an_idempotency_key_is_the_same_task(live, clients
     assert "slept 2" in text_of(seen["result"]) and await ran_once(live, marker)
 
 
+async def test_a_synchronous_90_s_cell_outlives_the_sdks_60_s_timeout_on_progress(live, clients):
+    """Without a task, a call that runs code and carries a progress token is told of progress at
+    least every 15 s, so a client that resets its timeout on progress (the SDK's default: 60 s)
+    waits for the whole cell."""
+    name, ids = new_notebook(live.root, SLOW.format(s=90), prefix="sync")
+    await warm(live, name)
+    seen = node(clients, "tasks_core.mjs", "sync", live, name, ids[0])
+    assert "slept 90" in text_of(seen["result"]) and seen["seconds"] >= 90
+    times = [0] + [p["at"] for p in seen["progress"]] + [seen["seconds"]]
+    assert max(b - a for a, b in zip(times, times[1:])) < 15
+    values = [p["progress"] for p in seen["progress"]]
+    assert values == sorted(set(values))  # each greater than the one before, as the spec says
+
+
 # --- The official TypeScript SDK 2.x with @modelcontextprotocol/ext-tasks: io.modelcontextprotocol/tasks --
 
 

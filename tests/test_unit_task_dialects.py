@@ -92,6 +92,8 @@ def test_which_dialect_a_request_speaks():
     assert dialect_of(context(per_request={SEED: {}}, version="2026-07-28")) == SEED
     assert dialect_of(context(session_caps=SimpleNamespace(experimental={SEED: {}}, extensions=None))) == SEED
     assert dialect_of(context()) == CORE
+    # the official extension is declared per request: an initialize-time declaration is not it
+    assert dialect_of(context(session_caps=SimpleNamespace(experimental=None, extensions={OFFICIAL: {}}))) == CORE
     with pytest.raises(MCPError) as info:
         dialect_of(context(version="2026-07-28"))
     assert info.value.error.code == -32021

@@ -118,11 +118,14 @@ def request_meta(request_context: Any) -> Mapping[str, Any]:
 
 def declared(request_context: Any, identifier: str) -> bool:
     """Whether the client declared the extension ``identifier``: in this request's capabilities
-    (its ``_meta``), or at initialize (``extensions`` or ``experimental``)."""
+    (its ``_meta``), or, for any but the official one (which is declared per request only), at
+    initialize (``extensions`` or ``experimental``)."""
     per_request = request_meta(request_context).get(CLIENT_CAPABILITIES)
     if isinstance(per_request, Mapping) and isinstance(per_request.get("extensions"), Mapping) \
             and identifier in per_request["extensions"]:
         return True
+    if identifier == OFFICIAL:
+        return False
     session = getattr(request_context, "session", None)
     caps = getattr(session, "client_capabilities", None)
     return any(identifier in (getattr(caps, field, None) or {}) for field in ("extensions", "experimental"))

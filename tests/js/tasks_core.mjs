@@ -54,6 +54,14 @@ if (scenario === 'complete') {
   seen.first = await created(keyed);
   seen.second = await created(keyed);
   seen.result = await tasks.getTaskResult(seen.first.taskId, CallToolResultSchema, { timeout: 120000 });
+} else if (scenario === 'sync') {
+  // No task: a plain call, its timeout the SDK's default (60 s), reset by each progress notification
+  seen.progress = [];
+  const started = Date.now();
+  seen.result = await client.callTool(call, CallToolResultSchema, {
+    onprogress: (p) => seen.progress.push({ at: (Date.now() - started) / 1000, progress: p.progress }),
+    resetTimeoutOnProgress: true });
+  seen.seconds = (Date.now() - started) / 1000;
 } else {
   throw new Error(`unknown scenario ${scenario}`);
 }
