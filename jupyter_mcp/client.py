@@ -14,7 +14,7 @@ from typing import Any
 
 from mcp import Client
 from mcp.client.extension import ClientExtension, NotificationBinding
-from mcp_types import TaskStatusNotificationParams
+from mcp_types import CLIENT_CAPABILITIES_META_KEY, TaskStatusNotificationParams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -72,7 +72,6 @@ async def _refuse_clearly(response: Any) -> None:
 
 TERMINAL = ("completed", "failed", "cancelled")
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 SEED = "io.datalayer/tasks"  # the seed's extension: this server's own, on both eras
 CORE = "2025-11-25"  # the core tasks of 2025-11-25 (initialize handshake only)
 OFFICIAL = "io.modelcontextprotocol/tasks"  # the official extension (SEP-2663)
@@ -105,9 +104,9 @@ class Tasks:
         session._stamp(data, opts)
         if self.dialect != CORE:
             meta = data["params"].setdefault("_meta", {})
-            caps = dict(meta.get(CLIENT_CAPABILITIES) or {})
+            caps = dict(meta.get(CLIENT_CAPABILITIES_META_KEY) or {})
             caps["extensions"] = {**(caps.get("extensions") or {}), self.dialect: {}}
-            meta[CLIENT_CAPABILITIES] = caps
+            meta[CLIENT_CAPABILITIES_META_KEY] = caps
         if self.dialect == OFFICIAL and method.startswith("tasks/") and "taskId" in data["params"]:
             opts.setdefault("headers", {})["Mcp-Name"] = str(data["params"]["taskId"])
         return await session._dispatcher.send_raw_request(method, data.get("params"), opts)

@@ -37,9 +37,7 @@ class ClientStream:
     def __init__(self, ctx: Context | None) -> None:
         self.ctx = ctx
         self.sent = 0
-        rc = getattr(ctx, "request_context", None) if ctx is not None else None
-        meta = getattr(rc, "meta", None) or {}  # the request's _meta as sent
-        self.has_token = meta.get("progressToken") is not None
+        self.has_token = progress.asked_for(ctx)
 
     async def send(self, event: OutputEvent) -> None:
         if self.ctx is None:

@@ -62,6 +62,12 @@ class Heartbeat:
                 return
 
 
+def asked_for(ctx: Any) -> bool:
+    """Whether the call carries a progress token (read from the request's _meta as sent)."""
+    meta = getattr(ctx.request_context if ctx is not None else None, "meta", None) or {}
+    return meta.get("progressToken") is not None
+
+
 async def report(ctx: Any, progress: float, total: float | None, message: str) -> None:
     """A progress notification of this call (a no-op without a progress token)."""
     beat = _beat.get()
@@ -91,9 +97,7 @@ class KeepAlive(Middleware):
         self.tools = tools
 
     async def on_call_tool(self, context: Any, call_next: Any) -> Any:
-        ctx = context.fastmcp_context
-        meta = getattr(ctx.request_context if ctx is not None else None, "meta", None) or {}
-        if context.message.name not in self.tools or meta.get("progressToken") is None:
+        if context.message.name not in self.tools or not asked_for(context.fastmcp_context):
             return await call_next(context)
-        async with kept_alive(ctx):
+        async with kept_alive(context.fastmcp_context):
             return await call_next(context)

@@ -26,6 +26,7 @@ from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
     CancelTaskRequestParams,
     GetTaskPayloadRequestParams,
     GetTaskRequestParams,
@@ -47,7 +48,6 @@ from .records import TaskRecord
 
 EXTENSION_ID = SEED
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
 _PLACEHOLDER = EXTENSION_ID + "#created"
 TASK_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result")
 
@@ -120,7 +120,7 @@ def declared(request_context: Any, identifier: str) -> bool:
     """Whether the client declared the extension ``identifier``: in this request's capabilities
     (its ``_meta``), or, for any but the official one (which is declared per request only), at
     initialize (``extensions`` or ``experimental``)."""
-    per_request = request_meta(request_context).get(CLIENT_CAPABILITIES)
+    per_request = request_meta(request_context).get(CLIENT_CAPABILITIES_META_KEY)
     if isinstance(per_request, Mapping) and isinstance(per_request.get("extensions"), Mapping) \
             and identifier in per_request["extensions"]:
         return True
