@@ -152,7 +152,8 @@ async def test_killed_kernel_gives_clear_error_and_next_run_works(live):
         message = await refused(mcp, "cell_execute", path=name, cell_id=ids[0], timeout=60)
         assert "kernel died" in message
         assert stdout_of(ui.nb.ycells[0]) == "before the end\n"  # partial output kept in the document
-        assert ui.nb.ycells[0].get("execution_state") == "idle"
+        # the answer and the document's last update travel on two connections: wait for the update
+        await ui.wait_for(lambda: ui.nb.ycells[0].get("execution_state") == "idle")
         again = await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=60)
         assert again["status"] == "ok" and again["outputs"][0]["text"] == "alive again\n"
 

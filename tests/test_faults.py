@@ -54,7 +54,8 @@ async def test_kernel_killed_from_outside_mid_run(live):
         assert result.is_error and "kernel died" in result.content[0].text
         kept = stdout_of(ui.nb.ycells[0])
         assert kept.startswith("tick 0\ntick 1\ntick 2\ntick 3\n")  # partial outputs kept in the document
-        assert ui.nb.ycells[0].get("execution_state") == "idle"
+        # the answer and the document's last update travel on two connections: wait for the update
+        await ui.wait_for(lambda: ui.nb.ycells[0].get("execution_state") == "idle")
         again = await call(mcp, "cell_execute", path=name, cell_id=ids[1], timeout=120)
         assert again["status"] == "ok" and again["outputs"][0]["text"] == "fresh kernel\n"
 
