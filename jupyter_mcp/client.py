@@ -85,15 +85,25 @@ class Tasks:
     ``submit`` starts a call as a task (with an idempotency key, a retry after a dropped
     connection answers the same task); ``get``, ``cancel`` and ``wait`` work on all three;
     ``result`` is tasks/result on the first two and the result inlined by ``tasks/get`` on
-    the official one; ``list`` is not official, ``update`` only official. Errors from the
+    the official one; ``list`` is not official, ``update`` not the core's. Errors from the
     server raise ``mcp.shared.exceptions.MCPError``.
+
+    A task whose code calls ``input()`` asks its client (docs/tasks.md, "Input"). ``on_input``
+    answers what ``tasks/get`` lists in ``inputRequests`` (official, seed): it gets an
+    elicitation's params and returns its result (``{"action": "accept", "content": {"value":
+    …}}``), and ``wait`` sends it with ``tasks/update``. On 2025-11-25 the client's own
+    ``elicitation_callback`` (``connect(..., elicitation_callback=…)``) answers the elicitations
+    ``tasks/result`` sends on its stream; ``run`` calls it when a task waits on input.
     """
 
-    def __init__(self, client: Client, dialect: str = SEED) -> None:
+    def __init__(self, client: Client, dialect: str = SEED,
+                 on_input: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None) -> None:
         if dialect not in (SEED, CORE, OFFICIAL):
             raise ValueError(f"dialect must be one of {SEED!r}, {CORE!r}, {OFFICIAL!r}")
         self.client = client
         self.dialect = dialect
+        self.on_input = on_input
+        self._answered: set[tuple[str, str]] = set()  # (taskId, input key) sent
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """A raw JSON-RPC request: the SDK's typed calls reject task-shaped results. It declares
@@ -106,6 +116,8 @@ class Tasks:
             meta = data["params"].setdefault("_meta", {})
             caps = dict(meta.get(CLIENT_CAPABILITIES_META_KEY) or {})
             caps["extensions"] = {**(caps.get("extensions") or {}), self.dialect: {}}
+            if self.on_input is not None:
+                caps.setdefault("elicitation", {"form": {}})
             meta[CLIENT_CAPABILITIES_META_KEY] = caps
         if self.dialect == OFFICIAL and method.startswith("tasks/") and "taskId" in data["params"]:
             opts.setdefault("headers", {})["Mcp-Name"] = str(data["params"]["taskId"])
@@ -154,13 +166,25 @@ class Tasks:
         return task["result"]
 
     async def wait(self, task_id: str, *, timeout: float | None = None) -> dict[str, Any]:
-        """Poll tasks/get at the task's poll interval until it is terminal."""
+        """Poll tasks/get at the task's poll interval until it is terminal, answering its input
+        requests with ``on_input``; a task that waits on input it cannot answer so (no
+        ``on_input``, or the core's, which lists none) is returned as it is."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
             task = await self.get(task_id)
             if task["status"] in TERMINAL:
                 return task
+            if task["status"] == "input_required":
+                asked = {key: request for key, request in (task.get("inputRequests") or {}).items()
+                         if (task_id, key) not in self._answered}
+                if self.on_input is None or "inputRequests" not in task:
+                    return task
+                if asked:
+                    answers = {key: await self.on_input(request["params"]) for key, request in asked.items()}
+                    await self.update(task_id, answers)
+                    self._answered.update((task_id, key) for key in answers)
+                    continue
             if deadline is not None and loop.time() > deadline:
                 raise TimeoutError(f"task {task_id} still {task['status']} after {timeout}s")
             await asyncio.sleep(task.get("pollInterval", task.get("pollIntervalMs", 1000)) / 1000)
@@ -170,7 +194,7 @@ class Tasks:
         task = await self.submit(tool, arguments, **kwargs)
         if task.get("resultType") == "complete":  # the official extension's answer at once
             return task
-        await self.wait(task["taskId"])
+        await self.wait(task["taskId"])  # terminal, or waiting on input only tasks/result can deliver
         return await self.result(task["taskId"])
 
 

@@ -18,7 +18,7 @@ from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from . import cells, outputs, progress
+from . import cells, outputs, progress, stdin
 from .activity import Activity
 from .errors import NotebookError, logs_its_error
 from .kernels import Execution, Kernels, OnEvent, OutputEvent
@@ -241,7 +241,7 @@ async def _run(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float, on
             on_sent()
 
     return await kernels.run_for(nb.path, nb.kernelspec_name(), code, timeout=timeout, on_start=on_start,
-                                 on_event=on_output, stop_on_error=stop_on_error)
+                                 on_event=on_output, stop_on_error=stop_on_error, on_input=stdin.on_input())
 
 
 def _start(work: Callable[[_Stop], Awaitable[Execution]], stop: _Stop) -> asyncio.Future[Execution]:

@@ -122,6 +122,12 @@ class GatewayClient:
     async def get_shell_msg(self, timeout: float) -> dict[str, Any]:
         return await self._get(self.client.shell_channel, timeout)
 
+    async def get_stdin_msg(self, timeout: float) -> dict[str, Any]:
+        return await self._get(self.client.stdin_channel, timeout)
+
+    def input(self, line: str) -> None:
+        self.client.input(line)
+
     @staticmethod
     async def _get(channel: Any, timeout: float) -> dict[str, Any]:
         """The next message of a gateway channel's queue (fed by the reader thread), or

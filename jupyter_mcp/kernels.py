@@ -34,6 +34,7 @@ from jupyter_core.utils import ensure_async
 
 from .errors import NotebookError, logs_its_error
 from .kernel_clients import ConnectionClosed, is_remote, kernel_client
+from .stdin import OnInput, Refused
 
 log = logging.getLogger(__name__)
 
@@ -448,7 +449,7 @@ class Kernels:
 
     async def run_for(self, path: str, kernel_name: str | None, code: str, *, timeout: float,
                       on_start: OnStart | None = None, on_event: OnEvent | None = None,
-                      stop_on_error: bool = True) -> Execution:
+                      stop_on_error: bool = True, on_input: OnInput | None = None) -> Execution:
         """Run ``code`` in the notebook's kernel (started if need be): ``run``, with the time
         the kernel takes to start counted against the call's ``timeout``."""
         deadline = time.monotonic() + timeout
@@ -457,11 +458,11 @@ class Kernels:
         except NotStarted as exc:
             return Execution(status="timeout", message=f"timed out after {timeout:g}s: {exc}; this code was not run")
         return await self.run(kernel_id, code, timeout=timeout, deadline=deadline, on_start=on_start,
-                              on_event=on_event, stop_on_error=stop_on_error)
+                              on_event=on_event, stop_on_error=stop_on_error, on_input=on_input)
 
     async def run(self, kernel_id: str, code: str, *, timeout: float, deadline: float | None = None,
                   on_start: OnStart | None = None, on_event: OnEvent | None = None,
-                  stop_on_error: bool = True) -> Execution:
+                  stop_on_error: bool = True, on_input: OnInput | None = None) -> Execution:
         """Run ``code`` and wait for it: the one loop that waits on a kernel.
 
         Every output message becomes an event for ``on_event`` as it arrives (so a
@@ -470,7 +471,8 @@ class Kernels:
         behind another run on the kernel, for the kernel to be ready, for the code. When it
         runs out before the code is sent, nothing is run; after, the kernel is interrupted
         and the outputs so far are returned. ``stop_on_error``: whether an error makes the
-        kernel abort the requests queued behind it (a person's queued cells).
+        kernel abort the requests queued behind it (a person's queued cells). ``on_input``: how
+        the code's input() is answered; without it the kernel is told there is no stdin.
         """
         deadline = time.monotonic() + timeout if deadline is None else deadline
         lock = self._run_locks[kernel_id]
@@ -481,13 +483,15 @@ class Kernels:
             return Execution(status="timeout", message=f"timed out after {timeout:g}s waiting behind another "
                                                        "run on this kernel; this code was not run")
         try:
-            return await self._run_locked(kernel_id, code, timeout, deadline, on_start, on_event, stop_on_error)
+            return await self._run_locked(kernel_id, code, timeout, deadline, on_start, on_event, stop_on_error,
+                                          on_input)
         finally:
             self._touch(kernel_id)
             lock.release()
 
     async def _run_locked(self, kernel_id: str, code: str, timeout: float, deadline: float,
-                          on_start: OnStart | None, on_event: OnEvent | None, stop_on_error: bool) -> Execution:
+                          on_start: OnStart | None, on_event: OnEvent | None, stop_on_error: bool,
+                          on_input: OnInput | None) -> Execution:
         if kernel_id not in self.km:
             raise KernelDied("the notebook's kernel was shut down before this code was sent (it was not run); "
                              "the next call starts a fresh kernel")
@@ -508,7 +512,9 @@ class Kernels:
         restarts = self._restarts[kernel_id]
         if on_start is not None:
             await on_start(lambda: self.interrupt(kernel_id))
-        msg_id = client.execute(code, allow_stdin=False, stop_on_error=stop_on_error)
+        msg_id = client.execute(code, allow_stdin=on_input is not None, stop_on_error=stop_on_error)
+        answering = (asyncio.create_task(self._answer_input(kernel_id, client, msg_id, on_input, collector),
+                                         name=f"mcp-stdin-{msg_id}") if on_input is not None else None)
         try:
             settled = await self._wait(kernel_id, client, msg_id, result, collector, timeout, deadline, restarts)
         except asyncio.CancelledError:
@@ -516,6 +522,10 @@ class Kernels:
             # the next run, or it aborts requests that arrive right after the error.
             await self._settle(client, msg_id)
             raise
+        finally:
+            if answering is not None:  # the code ended: a question still open is withdrawn
+                answering.cancel()
+                await asyncio.gather(answering, return_exceptions=True)
         reply = await self._reply(client, msg_id) if settled else None
         content = reply.get("content", {}) if reply else {}
         count = content.get("execution_count")
@@ -571,6 +581,33 @@ class Kernels:
             if msg["msg_type"] == "status" and msg["content"].get("execution_state") == "idle":
                 return True
             await collector.handle(msg)
+
+    async def _answer_input(self, kernel_id: str, client: Any, msg_id: str, on_input: OnInput,
+                            collector: _Collector) -> None:
+        """Answer the execution's input requests (the kernel's stdin channel) until cancelled.
+        The prompt and the line typed are shown in the outputs as a terminal shows them (a
+        password is not); a refusal is said in the result and interrupts the kernel."""
+        while True:
+            try:
+                msg = await client.get_stdin_msg(timeout=IDLE_CHECK_SEC)
+            except queue.Empty:
+                continue
+            except ConnectionClosed:
+                return
+            if msg.get("msg_type") != "input_request" or msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            prompt, password = str(msg["content"].get("prompt", "")), bool(msg["content"].get("password"))
+            if prompt:
+                await collector.handle({"msg_type": "stream", "content": {"name": "stdout", "text": prompt}})
+            try:
+                line = await on_input(prompt, password)
+            except Refused as exc:
+                collector.result.message = str(exc)
+                await self.interrupt(kernel_id)
+                continue
+            client.input(line)
+            if not password:
+                await collector.handle({"msg_type": "stream", "content": {"name": "stdout", "text": line + "\n"}})
 
     async def _settle(self, client: Any, msg_id: str) -> None:
         """Read until the execution ``msg_id`` is idle (bounded), discarding its output."""

@@ -16,6 +16,7 @@ from .notebooks import Notebooks
 from .tasks import TaskManager, TasksExtension
 from .permissions import Authorize
 from .progress import KeepAlive
+from .stdin import ElicitInput
 from .prompts import PROMPTS
 from .resources import NotebookResources, Subscriptions
 from .tools import NEEDS, RUNS_CODE, TOOLS
@@ -51,6 +52,7 @@ def build_server(name: str, notebooks: Notebooks | None, tasks: TaskManager,
     mcp.add_middleware(KnownArguments(parameters))
     mcp.add_middleware(Authorize(NEEDS))
     mcp.add_middleware(KeepAlive(RUNS_CODE))
+    mcp.add_middleware(ElicitInput(RUNS_CODE))
     TasksExtension(tasks, principal_of, task_tools=RUNS_CODE).install(mcp)
     mcp.add_provider(NotebookResources(notebooks))
     if subscriptions is not None:

@@ -25,9 +25,13 @@ from fastmcp.server.extensions import MethodBinding, ServerExtension
 from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
     CancelTaskRequestParams,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     GetTaskPayloadRequestParams,
     GetTaskRequestParams,
     PaginatedRequestParams,
@@ -42,14 +46,14 @@ from mcp_types.jsonrpc import HEADER_MISMATCH, METHOD_NOT_FOUND, MISSING_REQUIRE
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import dialects
-from .dialects import CORE, OFFICIAL, SEED
+from .dialects import CORE, OFFICIAL, RELATED_TASK, SEED
 from .manager import INTERNAL_ERROR, INVALID_PARAMS, TaskError, TaskManager
 from .records import TaskRecord
 
 EXTENSION_ID = SEED
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
 _PLACEHOLDER = EXTENSION_ID + "#created"
-TASK_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result")
+TASK_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result", "tasks/update")  # the seed's, and input answers
 
 Principal = Callable[[Any], str]  # the HTTP request (or None) -> who is asking
 
@@ -129,6 +133,29 @@ def declared(request_context: Any, identifier: str) -> bool:
     session = getattr(request_context, "session", None)
     caps = getattr(session, "client_capabilities", None)
     return any(identifier in (getattr(caps, field, None) or {}) for field in ("extensions", "experimental"))
+
+
+def offers_elicitation(capabilities: Any) -> bool:
+    """Whether client capabilities (a model or a dict) offer form elicitation: ``elicitation``
+    present, with ``form`` or with neither mode named (which means form)."""
+    elicitation = (capabilities.get("elicitation") if isinstance(capabilities, dict)
+                   else getattr(capabilities, "elicitation", None))
+    if elicitation is None:
+        return False
+    modes = elicitation if isinstance(elicitation, dict) else elicitation.model_dump(exclude_none=True)
+    return "form" in modes or "url" not in modes
+
+
+def can_answer_input(request_context: Any) -> bool:
+    """Whether the client of this request can answer input requests (form elicitation): said
+    in the request's own capabilities, or, on 2025-11-25, at initialize."""
+    per_request = request_meta(request_context).get(CLIENT_CAPABILITIES_META_KEY)
+    if isinstance(per_request, Mapping) and offers_elicitation(dict(per_request)):
+        return True
+    if getattr(request_context, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS:
+        return False
+    session = getattr(request_context, "session", None)
+    return offers_elicitation(getattr(session, "client_capabilities", None))
 
 
 def dialect_of(request_context: Any) -> str:
@@ -232,7 +259,7 @@ class TasksExtension(ServerExtension):
                 owner=self.principal(rc.request if rc is not None else None), tool=params.name,
                 fingerprint=fingerprint(params.name, raw.get("arguments")),
                 ttl=task.get("ttl") if isinstance(task, dict) else None, key=key, work=work,
-                notify=_notifier(context.session, dialect))
+                notify=_notifier(context.session, dialect), can_ask=can_answer_input(rc))
         except Exception as exc:
             raise _mcp_error(exc) from None
         answer = dialects.created(dialect, record, modern=rc.protocol_version in MODERN_PROTOCOL_VERSIONS)
@@ -304,22 +331,45 @@ class TasksExtension(ServerExtension):
             owner, dialect = self._asker(ctx, params.task_id)
             if dialect == OFFICIAL:
                 raise self._not_in(OFFICIAL, "tasks/result", "tasks/get answers the result once the task is terminal")
-            record = await self.manager.finished(owner, params.task_id, wait=dialect == CORE)
+            deliver = (_elicitation_on_stream(ctx, params.task_id)
+                       if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and can_answer_input(ctx) else None)
+            record = await self.manager.finished(owner, params.task_id, wait=dialect == CORE, deliver=deliver)
             return dialects.final_answer(dialect, record)
         except Exception as exc:
             raise _mcp_error(exc) from None
 
     async def _update(self, ctx: Any, params: UpdateTaskRequestParams) -> dict[str, Any]:
+        """Answers to a task's input requests (its ``inputRequests``), by key; keys that are not
+        outstanding are ignored, as the official extension says."""
         try:
             owner, dialect = self._asker(ctx, params.task_id)
-            if dialect != OFFICIAL:
-                raise self._not_in(dialect, "tasks/update", f"a client does not change a task (it belongs to {OFFICIAL})")
-            await self.manager.get(owner, params.task_id)  # it must be the asker's task
-            # No task of ours asks for input yet: answers to requests never made are ignored, as
-            # the extension says of keys that are not outstanding.
+            if dialect == CORE:
+                raise self._not_in(dialect, "tasks/update", "tasks/result delivers a task's input requests as "
+                                                            "elicitations, answered on its stream")
+            responses = {}
+            for key, response in params.input_responses.items():
+                try:
+                    responses[key] = ElicitResult.model_validate(response).model_dump(by_alias=True, mode="json",
+                                                                                     exclude_none=True)
+                except ValueError:
+                    raise TaskError(INVALID_PARAMS, f"inputResponses[{key!r}] is not an elicitation result "
+                                                    "({action: accept|decline|cancel, content})") from None
+            await self.manager.answer(owner, params.task_id, responses)
             return {"resultType": "complete"}
         except Exception as exc:
             raise _mcp_error(exc) from None
+
+
+def _elicitation_on_stream(ctx: Any, task_id: str) -> Any:
+    """How tasks/result puts a task's input request to its client (2025-11-25): an elicitation
+    related to the task, sent on the stream of the tasks/result request itself."""
+    async def deliver(request: dict[str, Any]) -> dict[str, Any]:
+        params = {**request["params"], "_meta": {RELATED_TASK: {"taskId": task_id}}}
+        result = await ctx.session.send_request(
+            ElicitRequest(params=ElicitRequestFormParams.model_validate(params)), ElicitResult,
+            metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return deliver
 
 
 def _notifier(session: Any, dialect: str) -> Any:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .manager import INTERNAL_ERROR, INVALID_PARAMS, TaskError
-from .records import CANCELLED, COMPLETED, FAILED, TaskRecord, iso
+from .records import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord, iso
 
 SEED = "io.datalayer/tasks"
 CORE = "2025-11-25"  # the core tasks of that protocol version: no extension identifier
@@ -56,7 +56,14 @@ def task(dialect: str, record: TaskRecord) -> dict[str, Any]:
     notifications on the first two dialects)."""
     if dialect == OFFICIAL:
         return {"resultType": "complete", **official_task(record, detailed=True)}
-    return record.to_wire() if dialect == SEED else _core_task(record)
+    if dialect == SEED:
+        return {**record.to_wire(), **_input_requests(record)}
+    return _core_task(record)  # the core's requests go out as elicitations on tasks/result's stream
+
+
+def _input_requests(record: TaskRecord) -> dict[str, Any]:
+    """What an input_required task asks, by key (answered with tasks/update)."""
+    return {"inputRequests": record.input_requests or {}} if record.status == INPUT_REQUIRED else {}
 
 
 def official_task(record: TaskRecord, *, detailed: bool) -> dict[str, Any]:
@@ -85,6 +92,8 @@ def official_task(record: TaskRecord, *, detailed: bool) -> dict[str, Any]:
         wire["result"] = _complete(result)
     if detailed and error is not None:
         wire["error"] = error
+    if detailed:
+        wire.update(_input_requests(record))
     return wire
 
 

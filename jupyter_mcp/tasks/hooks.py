@@ -1,8 +1,8 @@
-"""The hooks a tool uses to make its work cancellable, its partial output keepable and its
-progress readable in the task's status.
+"""The hooks a tool uses to make its work cancellable, its partial output keepable, its
+progress readable in the task's status, and its questions put to the task's client.
 
-Outside a task both answer False and do nothing: a synchronous call has its client on the
-other end of the connection.
+Outside a task they answer False (or None) and do nothing: a synchronous call has its
+client on the other end of the connection.
 """
 
 from __future__ import annotations
@@ -45,3 +45,18 @@ async def report_status(message: str) -> bool:
         return False
     await task.say(message)
     return True
+
+
+def can_ask() -> bool:
+    """Whether this call runs in a task whose client can answer input requests."""
+    task = current_task.get()
+    return task is not None and task.can_ask and task.ask is not None
+
+
+async def ask_input(request: dict[str, Any]) -> dict[str, Any]:
+    """Put ``request`` (an elicitation/create: method and params) to the task's client: the
+    task is input_required until it answers. Only where ``can_ask``."""
+    task = current_task.get()
+    if task is None or task.ask is None:
+        raise RuntimeError("ask_input outside a task that can ask")
+    return await task.ask(request)

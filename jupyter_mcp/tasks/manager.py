@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .hooks import PartialResult, current_task
-from .records import CANCELLED, COMPLETED, FAILED, WORKING, TaskRecord, TaskStore, new_task_id
+from .records import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, WORKING, TaskRecord, TaskStore, new_task_id
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,11 @@ class _Run:
         self.interrupts: list[Callable[[], Any]] = []  # register_interrupt
         self.partial: PartialResult | None = None  # record_output
         self.say: Callable[[str], Awaitable[None]] | None = None  # report_status
+        self.can_ask = False  # whether its client can answer input requests (ask_input)
+        self.ask: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]] | None = None  # ask_input
+        self.asks: dict[str, tuple[dict[str, Any], asyncio.Future[dict[str, Any]]]] = {}  # key -> request, answer
+        self.asked = 0
+        self.changed = asyncio.Event()  # set (and replaced) whenever its input requests change
         self.partial_saved: dict[str, Any] | None = None
         self.partial_saved_at = 0.0
         self.cancelling = False
@@ -82,6 +87,7 @@ class _Run:
 
 
 Notify = Callable[[TaskRecord], Awaitable[None]]
+Deliver = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # an input request -> its answer
 
 
 class TaskManager:
@@ -107,8 +113,10 @@ class TaskManager:
         return int(min(requested, self.max_ttl_ms))
 
     async def submit(self, *, owner: str, tool: str, fingerprint: str, ttl: Any, key: str | None,
-                     work: Callable[[], Awaitable[dict[str, Any]]], notify: Notify) -> TaskRecord:
-        """Create the task (or answer the one this idempotency key already names) and start it."""
+                     work: Callable[[], Awaitable[dict[str, Any]]], notify: Notify,
+                     can_ask: bool = False) -> TaskRecord:
+        """Create the task (or answer the one this idempotency key already names) and start it.
+        ``can_ask``: its client can answer input requests (a prompt of the running code)."""
         ttl_ms = self.ttl(ttl)
         scoped = f"{owner}\x00{key}" if key is not None else None
         async with self._key_lock(scoped):
@@ -130,6 +138,7 @@ class TaskManager:
             if stored.task_id != record.task_id:  # another server took the key first
                 return self._same_call(stored, fingerprint, key)
         run = _Run(stored)
+        run.can_ask = can_ask
         self.runs[stored.task_id] = run
         run.work = asyncio.create_task(self._run(run, work, notify), name=f"mcp-task-{stored.task_id}")
         return stored
@@ -193,6 +202,7 @@ class TaskManager:
     async def _run(self, run: _Run, work: Callable[[], Awaitable[dict[str, Any]]], notify: Notify) -> None:
         token = current_task.set(run)
         run.say = lambda message: self._say(run, message, notify)
+        run.ask = lambda request: self._ask(run, request, notify)
         supervisor = asyncio.create_task(self._supervise(run)) if getattr(self.store, "shared", False) else None
         try:
             try:
@@ -237,10 +247,60 @@ class TaskManager:
             if not run.cancelling:
                 self.runs.pop(run.record.task_id, None)
 
+    async def _ask(self, run: _Run, request: dict[str, Any], notify: Notify) -> dict[str, Any]:
+        """Ask the task's client ``request`` (an elicitation/create): the task is input_required,
+        the request listed under a key of its own, until an answer comes (``answer``). A request
+        the work stops waiting for (its run interrupted, cancelled) is withdrawn."""
+        run.asked += 1
+        key = f"input-{run.asked}"
+        answered: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        run.asks[key] = (request, answered)
+        try:
+            await self._show_requests(run, notify)
+            return await answered
+        finally:
+            del run.asks[key]
+            answered.cancel()  # a deliverer still waiting on its client stops (no-op once answered)
+            await asyncio.shield(self._show_requests(run, notify))
+
+    async def _show_requests(self, run: _Run, notify: Notify) -> None:
+        """The run's outstanding input requests, into its record (status input_required while any)."""
+        requests = {key: request for key, (request, _) in run.asks.items()}
+        changed, run.changed = run.changed, asyncio.Event()
+        changed.set()
+        try:
+            record = await self.store.update(run.record.task_id, status=INPUT_REQUIRED if requests else WORKING,
+                                             input_requests=requests or None)
+        except Exception:  # this server's clients still see them (finished reads the run)
+            log.warning("jupyter_mcp: task %s: its input requests could not be stored", run.record.task_id,
+                        exc_info=True)
+            return
+        if record is not None:
+            await _notify(notify, record)
+
+    async def answer(self, owner: str, task_id: Any, responses: dict[str, Any]) -> None:
+        """Answers to a task's input requests, by key; a key that is not outstanding is ignored.
+        A run on another server is handed them through the store (its supervisor reads them)."""
+        record = await self.get(owner, task_id)
+        run = self.runs.get(record.task_id)
+        if run is not None:
+            self._hand(run, responses)
+            return
+        outstanding = {k: v for k, v in responses.items() if k in (record.input_requests or {})}
+        if outstanding and not record.terminal:
+            await self.store.update(record.task_id, input_responses={**(record.input_responses or {}), **outstanding})
+
+    @staticmethod
+    def _hand(run: _Run, responses: dict[str, Any]) -> None:
+        for key, response in responses.items():
+            pending = run.asks.get(key)
+            if pending is not None and not pending[1].done():
+                pending[1].set_result(response)
+
     async def _say(self, run: _Run, message: str, notify: Notify) -> None:
         """A working task's new status message (advisory: a store that is away costs it only)."""
         try:
-            record = await self.store.update(run.record.task_id, expect_status=WORKING, status_message=message)
+            record = await self.store.update(run.record.task_id, status_message=message)
         except Exception:
             log.debug("task %s: status message not stored", run.record.task_id, exc_info=True)
             return
@@ -256,12 +316,13 @@ class TaskManager:
         lands, the run ends anyway, and the record of a run this server no longer has answers
         failed when next read (``_settled``): a task never stays working for a run that ended."""
         task_id = run.record.task_id
+        changes.setdefault("input_requests", None)  # nothing is asked of a task that ended
         wait, longest = FINAL_WRITE_RETRY_SEC
         give_up = time.monotonic() + FINAL_WRITE_PATIENCE_SEC
         warned = fallback = answered = False  # answered: the store answered a read just before this write
         while True:
             try:
-                return await self.store.update(task_id, expect_status=WORKING, **changes)
+                return await self.store.update(task_id, **changes)
             except Exception as exc:
                 failure = exc
             if not fallback and await self._answers(task_id):
@@ -272,7 +333,7 @@ class TaskManager:
                 message = f"the task's final state could not be stored: {type(failure).__name__}: {failure}"
                 log.error("jupyter_mcp: task %s: %s", task_id, message)
                 changes = {"status": FAILED, "status_message": message, "result": None, "partial": None,
-                           "error": {"message": message, "partial": None}}
+                           "input_requests": None, "error": {"message": message, "partial": None}}
                 fallback = True
                 continue
             answered = False
@@ -305,6 +366,8 @@ class TaskManager:
             except Exception:  # the store is away for now: the run goes on, and so does this
                 log.debug("task %s: the task store did not answer", run.record.task_id, exc_info=True)
                 continue
+            if record is not None and record.input_responses:
+                self._hand(run, record.input_responses)  # answered on another server
             if record is None or record.status == CANCELLED:
                 if not run.cancelling:
                     # In a task of its own: the run's end cancels this supervisor, which must
@@ -316,7 +379,7 @@ class TaskManager:
                 if partial is not None and partial != run.partial_saved:
                     run.partial_saved, run.partial_saved_at = partial, time.monotonic()
                     with contextlib.suppress(Exception):  # the next round writes it
-                        await self.store.update(run.record.task_id, expect_status=WORKING, partial=partial)
+                        await self.store.update(run.record.task_id, partial=partial)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -331,10 +394,10 @@ class TaskManager:
     async def _settled(self, record: TaskRecord) -> TaskRecord:
         """A record working for a run this server no longer has (its final state never landed)
         answers failed: working means a run is going on."""
-        if record.status != WORKING or record.server_id != self.server_id or record.task_id in self.runs:
+        if record.terminal or record.server_id != self.server_id or record.task_id in self.runs:
             return record
         message = "its run ended, but its final state could not be stored (the task store was unreachable)"
-        failed = await self.store.update(record.task_id, expect_status=WORKING, status=FAILED, status_message=message,
+        failed = await self.store.update(record.task_id, status=FAILED, status_message=message, input_requests=None,
                                          error={"message": message, "partial": record.partial}, partial=None)
         return failed or await self.store.get(record.task_id) or record
 
@@ -345,21 +408,56 @@ class TaskManager:
         page = [await self._settled(record) for record in page]
         return page, (_encode_cursor(page[-1]) if more and page else None)
 
-    async def finished(self, owner: str, task_id: Any, *, wait: bool) -> TaskRecord:
+    async def finished(self, owner: str, task_id: Any, *, wait: bool, deliver: Deliver | None = None) -> TaskRecord:
         """The task once it is terminal. ``wait``: until it is (a run here is awaited, one on
-        another server polled at the poll interval); otherwise a working task is refused."""
+        another server polled at the poll interval); otherwise a working task is refused.
+        ``deliver``: how to put an input request to the asker and get its answer; while the
+        task waits on input, each request is delivered once, and then the end is waited for."""
+        delivered: set[str] = set()
         record = await self.get(owner, task_id)
+        if not record.terminal and not wait and not (record.status == INPUT_REQUIRED and deliver is not None):
+            raise TaskError(INVALID_PARAMS, f"task {record.task_id!r} is still {record.status}; poll tasks/get "
+                                            "until it is completed, failed or cancelled")
         while not record.terminal:
-            if not wait:
-                raise TaskError(INVALID_PARAMS, f"task {record.task_id!r} is still {record.status}; poll tasks/get "
-                                                "until it is completed, failed or cancelled")
             run = self.runs.get(record.task_id)
+            changed = run.changed if run is not None else None
+            if deliver is not None:
+                requests = ({key: request for key, (request, _) in run.asks.items()} if run is not None
+                            else record.input_requests or {})
+                fresh = {key: request for key, request in requests.items() if key not in delivered}
+                if fresh:
+                    for key, request in fresh.items():
+                        delivered.add(key)
+                        await self._deliver(owner, record.task_id, run, key, request, deliver)
+                    record = await self.get(owner, task_id)
+                    continue
             if run is not None and not run.done.is_set():
-                await run.done.wait()
+                assert changed is not None
+                waits = [asyncio.ensure_future(run.done.wait()), asyncio.ensure_future(changed.wait())]
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for waiting in waits:
+                        waiting.cancel()
             else:  # another server's run, or this one's final state being written
                 await asyncio.sleep(self.poll_interval_ms / 1000 if run is None else 0.05)
             record = await self.get(owner, task_id)
         return record
+
+    async def _deliver(self, owner: str, task_id: str, run: _Run | None, key: str, request: dict[str, Any],
+                       deliver: Deliver) -> None:
+        """Put one input request to the asker and hand its answer over; given up when the run
+        withdraws the request first (interrupted, timed out, cancelled)."""
+        asking = asyncio.ensure_future(deliver(request))
+        pending = run.asks.get(key) if run is not None else None
+        if pending is not None:
+            await asyncio.wait([asking, pending[1]], return_when=asyncio.FIRST_COMPLETED)
+            if not asking.done():
+                asking.cancel()
+                await asyncio.gather(asking, return_exceptions=True)
+                return
+        response = await asking
+        await self.answer(owner, task_id, {key: response})
 
     # -- cancelling --------------------------------------------------------------------
 
@@ -371,7 +469,7 @@ class TaskManager:
                                             "a finished task cannot be cancelled")
         run = self.runs.get(record.task_id)
         if run is None:  # running on another server: mark it, that server stops its work
-            final = await self.store.update(record.task_id, expect_status=WORKING, status=CANCELLED,
+            final = await self.store.update(record.task_id, status=CANCELLED, input_requests=None,
                                             status_message="cancelled by request", result=record.partial)
         else:
             final = await self._stop(run)
@@ -417,7 +515,7 @@ class TaskManager:
             if run.work is not None and not run.work.done():
                 run.work.cancel()
             try:  # once: a store that is away now cannot hold the stop up (its lease ends these tasks)
-                await self.store.update(run.record.task_id, expect_status=WORKING, status=FAILED,
+                await self.store.update(run.record.task_id, status=FAILED, input_requests=None,
                                         status_message="server stopped", partial=None,
                                         error={"message": "server stopped",
                                                "partial": self._keepable(run.partial_result(FAILED))})

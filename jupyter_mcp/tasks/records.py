@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from typing import Any, Protocol, runtime_checkable
 
 WORKING = "working"
+INPUT_REQUIRED = "input_required"  # working, but waiting for answers to its input_requests
 COMPLETED = "completed"
 FAILED = "failed"
 CANCELLED = "cancelled"
@@ -46,6 +47,8 @@ class TaskRecord:
     result: dict[str, Any] | None = None  # the CallToolResult wire form, when there is one
     error: dict[str, Any] | None = None  # {"message", "partial"} of a failed task
     partial: dict[str, Any] | None = None  # a working task's output so far, as a result (shared stores)
+    input_requests: dict[str, Any] | None = None  # key -> the elicitation/create request it waits on
+    input_responses: dict[str, Any] | None = None  # key -> an answer given on another server (shared stores)
 
     def __post_init__(self) -> None:
         if not self.last_updated_at:

@@ -20,7 +20,7 @@ import logging
 import time
 from typing import Any
 
-from .records import FAILED, TERMINAL, WORKING, TaskRecord
+from .records import FAILED, TERMINAL, TaskRecord
 
 log = logging.getLogger(__name__)
 
@@ -182,9 +182,9 @@ class RedisTaskStore:
         record = TaskRecord.from_dict(json.loads(raw))
         if record.expired():
             return None
-        if record.status == WORKING and record.server_id and record.server_id != self.server_id:
+        if not record.terminal and record.server_id and record.server_id != self.server_id:
             if not await self.redis.exists(self._lease(record.server_id)):
-                failed = await self.update(record.task_id, expect_status=WORKING, status=FAILED,
+                failed = await self.update(record.task_id, status=FAILED, input_requests=None,
                                            status_message="server stopped",
                                            error={"message": "server stopped", "partial": record.partial})
                 return failed or await self.get(record.task_id)
