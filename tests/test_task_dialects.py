@@ -26,6 +26,7 @@ PACKAGES = ["@modelcontextprotocol/sdk@1.32.2", "@modelcontextprotocol/client@2.
             "@modelcontextprotocol/ext-tasks@0.2.2"]
 SLOW = "import time\ntime.sleep({s})\nprint('slept {s}')"
 COUNTED = "import time\nopen({marker!r}, 'a').write('ran\\n')\ntime.sleep(2)\nprint('slept 2')"
+ASKS = "name = input('Your name: ')\nprint('hello', name)"
 TICKER = "import time\nfor i in range(600):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)"
 
 
@@ -71,6 +72,18 @@ async def test_core_client_polls_a_task_to_completion_and_reads_the_output(live,
     assert seen["created"]["status"] == "working" and seen["created"]["ttl"] is None  # never expires while it runs
     assert "working" in seen["statuses"] and seen["statuses"][-1] == "completed"
     assert "slept 3" in text_of(seen["result"]) and not seen["result"].get("isError")
+
+
+async def test_core_client_answers_an_input_request_on_tasks_results_stream(live, clients):
+    """input() in a task: input_required, at which the SDK calls tasks/result; the elicitation
+    related to the task arrives on that stream, its answer reaches the code."""
+    name, ids = new_notebook(live.root, ASKS, prefix="core")
+    seen = node(clients, "tasks_core.mjs", "input", live, name, ids[0])
+    assert "input_required" in seen["statuses"], seen
+    [asked] = seen["asked"]
+    assert "Your name:" in asked["message"] and asked["requestedSchema"]["properties"]["value"]["type"] == "string"
+    assert asked["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == seen["created"]["taskId"]
+    assert "hello Ada" in text_of(seen["result"]) and not seen["result"].get("isError")
 
 
 async def test_core_tasks_result_waits_for_the_end(live, clients):
@@ -129,6 +142,17 @@ async def test_official_client_gets_a_task_for_a_cell_and_its_output(live, clien
     assert seen["kind"] == "task" and seen["outcome"] == "completed"
     assert "working" in seen["statuses"]
     assert "slept 3" in text_of(seen["result"]) and seen["result"]["resultType"] == "complete"
+
+
+async def test_official_client_answers_an_input_request_with_tasks_update(live, clients):
+    """input() in a task: input_required with the question in inputRequests, which ext-tasks hands
+    its input handler and answers with tasks/update; the answer reaches the code."""
+    name, ids = new_notebook(live.root, ASKS, prefix="official")
+    seen = node(clients, "tasks_official.mjs", "input", live, name, ids[0])
+    assert seen["kind"] == "task" and seen["outcome"] == "completed" and "input_required" in seen["statuses"]
+    [asked] = seen["asked"]
+    assert "Your name:" in asked["message"] and asked["requestedSchema"]["properties"]["value"]["type"] == "string"
+    assert "hello Ada" in text_of(seen["result"]) and not seen["result"].get("isError")
 
 
 async def test_official_client_gets_a_quick_tool_answered_at_once(live, clients):

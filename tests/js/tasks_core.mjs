@@ -4,15 +4,26 @@
 // as one JSON line; the test asserts on it.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const { URL: url, TOKEN, NB, CELL, KEY } = process.env;
-const client = new Client({ name: 'tasks-core-test', version: '1.0.0' }, { defaultTaskPollInterval: 500 });
+const scenario = process.argv[2];
+const seen = {};
+// The input scenario's client can answer elicitations (form mode), and answers "Ada".
+const capabilities = scenario === 'input' ? { elicitation: { form: {} } } : {};
+const client = new Client({ name: 'tasks-core-test', version: '1.0.0' },
+  { capabilities, defaultTaskPollInterval: 500 });
+if (scenario === 'input') {
+  seen.asked = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    seen.asked.push(request.params);
+    return { action: 'accept', content: { value: 'Ada' } };
+  });
+}
 await client.connect(new StreamableHTTPClientTransport(new URL(url),
   { requestInit: { headers: { Authorization: `token ${TOKEN}` } } }));
 const tasks = client.experimental.tasks;
 const call = { name: 'cell_execute', arguments: { path: NB, cell_id: CELL } };
-const seen = {};
 
 async function created(params) {
   // The first message of a task call is its creation; stop listening there.
@@ -23,8 +34,7 @@ async function created(params) {
   return first.value.task;
 }
 
-const scenario = process.argv[2];
-if (scenario === 'complete') {
+if (scenario === 'complete' || scenario === 'input') {
   seen.statuses = [];
   for await (const m of tasks.callToolStream(call, CallToolResultSchema, { task: { ttl: 60000 }, timeout: 120000 })) {
     if (m.type === 'taskCreated') seen.created = m.task;

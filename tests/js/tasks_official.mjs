@@ -3,12 +3,25 @@
 // tests/test_task_dialects.py: `node tasks_official.mjs SCENARIO` with URL, TOKEN, NB (a notebook path)
 // and CELL (a cell id) in the environment. Prints what it saw as one JSON line.
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { createTaskSessionFromClient, resultFromTaskOutcome } from '@modelcontextprotocol/ext-tasks/client';
+import { createApplicationInputHandler, createTaskSessionFromClient, resultFromTaskOutcome }
+  from '@modelcontextprotocol/ext-tasks/client';
 
 const { URL: url, TOKEN, NB, CELL, KEY } = process.env;
 const protocolVersion = '2026-07-28';
 const clientInfo = { name: 'tasks-official-test', version: '1.0.0' };
-const clientCapabilities = {};
+const scenario = process.argv[2];
+const seen = {};
+// The input scenario's client can answer elicitations (form mode), and answers "Ada".
+const clientCapabilities = scenario === 'input' ? { elicitation: { form: {} } } : {};
+const refuse = () => { throw new Error('not asked for in this test'); };
+const onInputRequest = createApplicationInputHandler({
+  elicitation: async (request) => {
+    (seen.asked ??= []).push(request.params);
+    return { action: 'accept', content: { value: 'Ada' } };
+  },
+  sampling: refuse,
+  roots: refuse,
+});
 
 async function open() {
   const transport = new StreamableHTTPClientTransport(new URL(url),
@@ -38,17 +51,15 @@ async function open() {
         .catch((error) => { pending.delete(id); reject(error); });
     });
   }
-  const session = createTaskSessionFromClient(client, { endpointId: `jupyter-mcp:${url}`, rawDispatch,
+  const session = createTaskSessionFromClient(client, { endpointId: `jupyter-mcp:${url}`, rawDispatch, onInputRequest,
     v2RequestFraming: { protocolVersion, clientInfo, clientCapabilities } });
   return { client, session, close: async () => { await session.close(); await client.close(); } };
 }
 
 const connection = await open();
 const session = connection.session;
-const seen = {};
-const scenario = process.argv[2];
 try {
-  if (scenario === 'complete') {
+  if (scenario === 'complete' || scenario === 'input') {
     const execution = await session.callTool('cell_execute', { path: NB, cell_id: CELL });
     seen.kind = execution.kind;
     seen.statuses = [];
