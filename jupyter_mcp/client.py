@@ -89,7 +89,7 @@ class Tasks:
     server raise ``mcp.shared.exceptions.MCPError``.
 
     A task whose code calls ``input()`` asks its client (docs/tasks.md, "Input"). ``on_input``
-    answers what ``tasks/get`` lists in ``inputRequests`` (official, seed): it gets an
+    answers what ``tasks/get`` lists in ``inputRequests`` (official): it gets an
     elicitation's params and returns its result (``{"action": "accept", "content": {"value":
     …}}``), and ``wait`` sends it with ``tasks/update``. On 2025-11-25 the client's own
     ``elicitation_callback`` (``connect(..., elicitation_callback=…)``) answers the elicitations

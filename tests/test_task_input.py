@@ -10,6 +10,7 @@ import asyncio
 import json
 
 import pytest
+from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult
 
 from jupyter_mcp.client import CORE, OFFICIAL, SEED, Tasks, connect
@@ -93,16 +94,15 @@ async def test_seed_task_on_2025_gets_its_question_on_tasks_results_stream(live)
             assert asked_for_a_name(params) and params["_meta"][RELATED_TASK]["taskId"], dialect
 
 
-async def test_seed_task_on_2026_is_answered_with_tasks_update(live):
-    """2026-07-28 has no server-to-client requests: the seed's task lists its question in tasks/get
-    (inputRequests, as the official extension does) and takes the answer from tasks/update."""
+async def test_a_seed_task_on_2026_cannot_be_asked_and_fails_at_once(live):
+    """2026-07-28 has no server-to-client requests and the seed's extension has no tasks/update:
+    nobody can answer, so input() fails at once, as it always did (the official extension asks)."""
     name, ids = new_notebook(live.root, ASKS, prefix="input")
     person = Person(ADA)
     async with connect(live.mcp_url, live.token, mode="2026-07-28") as client:
-        answer = await Tasks(client, SEED, on_input=person.on_input).run("cell_execute",
-                                                                       {"path": name, "cell_id": ids[0]})
-        assert not answer["isError"] and "hello Ada" in text_of(answer)
-        assert len(person.asked) == 1 and asked_for_a_name(person.asked[0])
+        with pytest.raises(MCPError) as failed:
+            await Tasks(client, SEED, on_input=person.on_input).run("cell_execute", {"path": name, "cell_id": ids[0]})
+        assert "StdinNotImplementedError" in failed.value.error.message and person.asked == []
 
 
 async def test_a_synchronous_call_asks_with_an_elicitation_where_the_client_offers_it(live):

@@ -243,3 +243,77 @@ async def test_a_working_record_without_its_run_answers_failed():
     assert (await tasks.get("alice", "tsk_lost")).status == "failed"
     page, _ = await tasks.list("alice", None)
     assert [r.status for r in page] == ["failed"]
+
+
+QUESTION = {"method": "elicitation/create", "params": {"message": "name?", "requestedSchema": {"type": "object"}}}
+
+
+async def asking(tasks):
+    """A task whose work asks once and returns the answer it got."""
+    from jupyter_mcp.tasks import ask_input
+
+    async def work():
+        answer = await ask_input(QUESTION)
+        return {"content": [{"type": "text", "text": answer["content"]["value"]}]}
+
+    record = await tasks.submit(owner="alice", tool="t", fingerprint="f", ttl=None, key=None, work=work,
+                                notify=_notify, can_ask=True)
+    for _ in range(100):
+        record = await tasks.get("alice", record.task_id)
+        if record.status == "input_required":
+            return record
+        await asyncio.sleep(0.01)
+    raise AssertionError("the task never asked")
+
+
+async def test_a_question_makes_the_task_input_required_until_its_key_is_answered():
+    tasks = manager()
+    record = await asking(tasks)
+    [(key, request)] = record.input_requests.items()
+    assert request == QUESTION
+    await tasks.answer("alice", record.task_id, {"not-asked": {"action": "accept"}})  # ignored
+    assert (await tasks.get("alice", record.task_id)).status == "input_required"
+    await tasks.answer("alice", record.task_id, {key: {"action": "accept", "content": {"value": "Ada"}}})
+    final = await tasks.finished("alice", record.task_id, wait=True)
+    assert final.status == "completed" and final.result["content"][0]["text"] == "Ada"
+    assert final.input_requests is None
+
+
+async def test_tasks_result_delivers_each_question_once_then_answers_the_end():
+    tasks = manager()
+    record = await asking(tasks)
+    delivered = []
+
+    async def deliver(request):
+        delivered.append(request)
+        return {"action": "accept", "content": {"value": "Ada"}}
+
+    final = await tasks.finished("alice", record.task_id, wait=False, deliver=deliver)  # input_required: it waits
+    assert final.status == "completed" and delivered == [QUESTION]
+
+
+async def test_a_delivery_stops_when_the_run_withdraws_its_question():
+    tasks = manager()
+    record = await asking(tasks)
+    never = asyncio.Event()
+
+    async def deliver(request):
+        await never.wait()  # the client never answers
+
+    waiting = asyncio.create_task(tasks.finished("alice", record.task_id, wait=True, deliver=deliver))
+    await asyncio.sleep(0.05)
+    cancelled = await tasks.cancel("alice", record.task_id, _notify)
+    assert cancelled.status == "cancelled" and cancelled.input_requests is None
+    assert (await asyncio.wait_for(waiting, 5)).status == "cancelled"
+
+
+async def test_an_answer_given_to_another_server_reaches_the_run_through_the_store():
+    store = InMemoryTaskStore()
+    store.shared = True  # as Redis is: the running server's supervisor reads the store
+    running = TaskManager(store, default_ttl_ms=60_000, max_ttl_ms=60_000, poll_interval_ms=50)
+    other = TaskManager(store, default_ttl_ms=60_000, max_ttl_ms=60_000, poll_interval_ms=50)
+    record = await asking(running)
+    [key] = record.input_requests
+    await other.answer("alice", record.task_id, {key: {"action": "accept", "content": {"value": "Ada"}}})
+    final = await other.finished("alice", record.task_id, wait=True)
+    assert final.status == "completed" and final.result["content"][0]["text"] == "Ada"

@@ -119,3 +119,14 @@ def test_the_tools_answered_with_a_task_exist():
     from jupyter_mcp.tools import RUNS_CODE, TOOLS
 
     assert RUNS_CODE <= {fn.__name__ for fn, _ in TOOLS}
+
+
+def test_an_input_required_task_lists_its_questions_on_the_official_extension_only():
+    asks = {"input-1": {"method": "elicitation/create", "params": {"message": "name?", "requestedSchema": {}}}}
+    waiting = record("input_required", input_requests=asks)
+    assert dialects.task(OFFICIAL, waiting)["inputRequests"] == asks
+    for other in (SEED, CORE):  # theirs go out on tasks/result's stream
+        assert "inputRequests" not in dialects.task(other, waiting) and dialects.task(other, waiting)["status"] == \
+            "input_required"
+    assert dialects.task(OFFICIAL, waiting)["pollIntervalMs"] == 1000  # not terminal
+    assert "inputRequests" not in dialects.task(OFFICIAL, record("working"))

@@ -53,7 +53,7 @@ from .records import TaskRecord
 EXTENSION_ID = SEED
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
 _PLACEHOLDER = EXTENSION_ID + "#created"
-TASK_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result", "tasks/update")  # the seed's, and input answers
+TASK_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result")
 
 Principal = Callable[[Any], str]  # the HTTP request (or None) -> who is asking
 
@@ -259,7 +259,7 @@ class TasksExtension(ServerExtension):
                 owner=self.principal(rc.request if rc is not None else None), tool=params.name,
                 fingerprint=fingerprint(params.name, raw.get("arguments")),
                 ttl=task.get("ttl") if isinstance(task, dict) else None, key=key, work=work,
-                notify=_notifier(context.session, dialect), can_ask=can_answer_input(rc))
+                notify=_notifier(context.session, dialect), can_ask=self._can_ask(rc, dialect))
         except Exception as exc:
             raise _mcp_error(exc) from None
         answer = dialects.created(dialect, record, modern=rc.protocol_version in MODERN_PROTOCOL_VERSIONS)
@@ -272,6 +272,15 @@ class TasksExtension(ServerExtension):
             return result
         answer = (result.get("_meta") or {}).get(_PLACEHOLDER)
         return result if answer is None else answer
+
+    @staticmethod
+    def _can_ask(rc: Any, dialect: str) -> bool:
+        """Whether the task's client can be asked for input in its dialect: the official one
+        lists questions for tasks/update; the others send them on tasks/result's stream, which
+        2026-07-28 (no server-to-client requests) does not have, and the seed has no tasks/update."""
+        if dialect != OFFICIAL and rc.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return False
+        return can_answer_input(rc)
 
     # -- tasks/* -----------------------------------------------------------------------
 
@@ -343,7 +352,7 @@ class TasksExtension(ServerExtension):
         outstanding are ignored, as the official extension says."""
         try:
             owner, dialect = self._asker(ctx, params.task_id)
-            if dialect == CORE:
+            if dialect != OFFICIAL:  # the seed's says so: a client does not change a task
                 raise self._not_in(dialect, "tasks/update", "tasks/result delivers a task's input requests as "
                                                             "elicitations, answered on its stream")
             responses = {}

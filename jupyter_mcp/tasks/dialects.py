@@ -56,9 +56,8 @@ def task(dialect: str, record: TaskRecord) -> dict[str, Any]:
     notifications on the first two dialects)."""
     if dialect == OFFICIAL:
         return {"resultType": "complete", **official_task(record, detailed=True)}
-    if dialect == SEED:
-        return {**record.to_wire(), **_input_requests(record)}
-    return _core_task(record)  # the core's requests go out as elicitations on tasks/result's stream
+    # the others' questions go out as elicitations on tasks/result's stream
+    return record.to_wire() if dialect == SEED else _core_task(record)
 
 
 def _input_requests(record: TaskRecord) -> dict[str, Any]:

@@ -1,0 +1,44 @@
+"""The code's questions as pure logic (jupyter_mcp/stdin.py): the elicitation a prompt becomes, the
+line an answer gives, who may be asked. The live path is tests/test_task_input.py."""
+
+from __future__ import annotations
+
+import pytest
+from mcp_types import ClientCapabilities
+
+from jupyter_mcp.stdin import Refused, line_of, question
+from jupyter_mcp.tasks.binding import offers_elicitation
+
+
+def test_a_prompt_becomes_a_form_with_one_required_string():
+    asked = question("Your name: ")
+    assert asked["method"] == "elicitation/create"
+    params = asked["params"]
+    assert params["mode"] == "form" and "Your name:" in params["message"]
+    assert params["requestedSchema"]["required"] == ["value"]
+    assert params["requestedSchema"]["properties"]["value"]["type"] == "string"
+    assert question("")["params"]["requestedSchema"]["properties"]["value"]["title"] == "Input"
+
+
+def test_an_answer_is_its_value_and_a_refusal_says_what_happened():
+    assert line_of({"action": "accept", "content": {"value": "Ada"}}) == "Ada"
+    assert line_of({"action": "accept", "content": {"value": 42}}) == "42"
+    for action in ("decline", "cancel"):
+        with pytest.raises(Refused, match=f"{action}d"):
+            line_of({"action": action})
+    with pytest.raises(Refused, match="without a value"):
+        line_of({"action": "accept", "content": {}})
+    with pytest.raises(Refused, match="not an elicitation result"):
+        line_of({"value": "Ada"})
+
+
+@pytest.mark.parametrize("capabilities, offers", [
+    ({}, False),
+    ({"elicitation": {}}, True),  # neither mode named: form
+    ({"elicitation": {"form": {}}}, True),
+    ({"elicitation": {"url": {}}}, False),  # url mode only: no form to ask with
+    ({"elicitation": {"form": {}, "url": {}}}, True),
+])
+def test_who_may_be_asked(capabilities, offers):
+    assert offers_elicitation(capabilities) is offers
+    assert offers_elicitation(ClientCapabilities.model_validate(capabilities)) is offers
