@@ -408,8 +408,9 @@ async def cell_execute(
     "ok"|"error"|"timeout"|"interrupted"|"aborted", "execution_count", "outputs"}
     ("aborted": the kernel refused to run it because the execution just before
     it failed). On timeout the kernel is interrupted and the outputs so far are
-    returned. input() is not supported (it fails at once). For long runs, call
-    as a task.
+    returned. input() asks you for the line (an elicitation, or the task's
+    input_required) when your client can answer; otherwise it fails at once.
+    For long runs, call as a task.
     """
     return await nbs.run_cell(path, agent, cell_id, index, timeout, stream, ctx, max_output_chars)
 
