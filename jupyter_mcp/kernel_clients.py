@@ -126,7 +126,11 @@ class GatewayClient:
         return await self._get(self.client.stdin_channel, timeout)
 
     def input(self, line: str) -> None:
-        self.client.input(line)
+        """The ``input_reply``, named for the stdin channel: jupyter_server's gateway client sends
+        a message without its channel, and the gateway then routes it to shell, where the kernel
+        never reads it."""
+        msg = self.client.session.msg("input_reply", {"value": line})
+        self.client.stdin_channel.send({**msg, "channel": "stdin"})
 
     @staticmethod
     async def _get(channel: Any, timeout: float) -> dict[str, Any]:

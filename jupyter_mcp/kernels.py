@@ -526,6 +526,8 @@ class Kernels:
             if answering is not None:  # the code ended: a question still open is withdrawn
                 answering.cancel()
                 await asyncio.gather(answering, return_exceptions=True)
+                if not answering.cancelled() and answering.exception() is not None:
+                    self.log.error("jupyter_mcp: answering the code's input requests failed", exc_info=answering.exception())
         reply = await self._reply(client, msg_id) if settled else None
         content = reply.get("content", {}) if reply else {}
         count = content.get("execution_count")

@@ -78,7 +78,11 @@ def on_input() -> OnInput | None:
             raise Refused("the code asked for a password (getpass); MCP forbids asking for secrets through "
                           "elicitation, so the kernel was interrupted: pass secrets another way (an environment "
                           "variable, a file the kernel reads)")
-        return line_of(await ask(question(prompt)))
+        try:
+            result = await ask(question(prompt))
+        except Exception as exc:  # the client failed to answer: the kernel must not wait on for a line
+            raise Refused(f"asking the client for the code's input failed ({exc}); the kernel was interrupted") from exc
+        return line_of(result)
 
     return answer
 

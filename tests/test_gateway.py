@@ -12,6 +12,7 @@ import time
 
 import httpx
 import pytest
+from mcp_types import ElicitResult
 
 from jupyter_mcp.client import Tasks, connect
 from jupyter_mcp.testing import LiveServer, UIClient, call, failed_run, new_notebook, refused
@@ -90,6 +91,19 @@ async def test_a_task_cancel_interrupts_the_gateway_kernel(server):
         await asyncio.sleep(0.6)
         second = await call(mcp, "code_execute", path=name, code="print(i)", timeout=20)
         assert first["outputs"][0]["text"] == second["outputs"][0]["text"]  # the loop really stopped
+
+
+async def test_input_on_the_gateway_kernel_asks_the_client(server):
+    """The gateway kernel's input_request arrives on its stdin channel (over the gateway's websocket)
+    and the client's answer goes back the same way."""
+    name, ids = new_notebook(server.root, "name = input('Your name: ')\nprint('hello', name)", prefix="gw-input")
+
+    async def answer(context, params) -> ElicitResult:
+        return ElicitResult(action="accept", content={"value": "Ada"})
+
+    async with connect(server.mcp_url, server.token, elicitation_callback=answer) as mcp:
+        result = await call(mcp, "cell_execute", path=name, cell_id=ids[0], timeout=60)
+        assert result["status"] == "ok" and result["outputs"][0]["text"] == "Your name: Ada\nhello Ada\n"
 
 
 async def test_an_idle_kernel_mcp_started_on_the_gateway_is_stopped(gateway, live_factory):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from mcp_types import ClientCapabilities
 
-from jupyter_mcp.stdin import Refused, line_of, question
+from jupyter_mcp.stdin import Refused, _call_asker, line_of, on_input, question
 from jupyter_mcp.tasks.binding import offers_elicitation
 
 
@@ -42,3 +42,23 @@ def test_an_answer_is_its_value_and_a_refusal_says_what_happened():
 def test_who_may_be_asked(capabilities, offers):
     assert offers_elicitation(capabilities) is offers
     assert offers_elicitation(ClientCapabilities.model_validate(capabilities)) is offers
+
+
+async def test_a_client_that_fails_to_answer_refuses_and_a_password_is_never_asked():
+    asked = []
+
+    async def failing(request):
+        asked.append(request)
+        raise RuntimeError("the connection closed")
+
+    assert on_input() is None  # nobody to ask: stdin stays off
+    token = _call_asker.set(failing)
+    try:
+        answer = on_input()
+        with pytest.raises(Refused, match="connection closed"):
+            await answer("Your name: ", False)
+        with pytest.raises(Refused, match="getpass"):
+            await answer("Password: ", True)
+    finally:
+        _call_asker.reset(token)
+    assert [request["params"]["requestedSchema"]["properties"]["value"]["title"] for request in asked] == ["Your name:"]
