@@ -36,7 +36,7 @@ async def main(selected: list[str]) -> int:
                 print(result.line(), flush=True)
             print(f"# {len(results)} scenarios in {time.monotonic() - started:.0f}s")
             (HERE / "last-run.json").write_text(json.dumps(
-                [{"name": r.name, "ratio": r.ratio, "target": r.target, "note": r.note, **r.extra} for r in results],
+                [r.summary() for r in results],
                 indent=1))
         finally:
             server.stop()

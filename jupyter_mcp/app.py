@@ -17,6 +17,7 @@ from jupyter_server.utils import url_path_join
 from traitlets import Dict, Float, Integer, TraitError, Unicode, default, validate
 
 from .activity import Activity
+from .answers import choose_per_request
 from .fileids import prune_stale
 from .handlers import MCP_PATH, MCPHandler, Readiness, SessionLimit
 from .kernels import KERNEL_ACTIONS, Kernels
@@ -227,6 +228,7 @@ class JupyterMCPApp(ExtensionApp):
             self.presence.start()
             await self.tasks.start()
             await self._lifespan.start()
+            choose_per_request(self.asgi_app)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             self.log.error("jupyter_mcp could not start: %s", error)

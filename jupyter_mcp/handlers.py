@@ -14,6 +14,7 @@ from mcp.server.auth.middleware.bearer_auth import (
 )
 from tornado import web
 
+from .answers import session_manager_of
 from .identity import principal_of_handler, scope_user
 from .permissions import SCOPE_KEY, Permissions
 from .tornado_asgi import ASGIApp, ASGIRequest
@@ -70,13 +71,8 @@ class SessionLimit:
         self.per_user = per_user
 
     def _owners(self) -> dict[str, Any]:
-        """The SDK session manager's table of who opened each session (it lives on fastmcp's
-        /mcp route once the app's lifespan started)."""
-        for route in self.app.routes:
-            manager = getattr(getattr(route, "endpoint", None), "session_manager", None)
-            if manager is not None:
-                return manager._session_owners
-        raise RuntimeError("the MCP app has no session manager: its lifespan has not started")
+        """The SDK session manager's table of who opened each session."""
+        return session_manager_of(self.app)._session_owners
 
     def held_by(self, user: AuthenticatedUser) -> int:
         owners = self._owners()

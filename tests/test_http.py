@@ -205,3 +205,41 @@ class TestWithoutYdoc:
             r = await http.post(mcp_url, json=INIT, headers={**MCP_HEADERS, "Authorization": f"token {jp_token}"})
         assert r.status_code == 503
         assert "jupyter-server-ydoc is not enabled" in r.text
+
+
+async def test_each_answer_is_json_unless_it_may_need_its_stream(mcp_url, jp_token, mcp_ext):
+    """A 2025-11-25 request that cannot need its stream is answered with one JSON body; one with a
+    progress token, or asking to stream, gets its notifications on an event stream. A log message
+    of a request answered with JSON has nowhere to go: the body is still its answer."""
+
+    @mcp_ext.mcp.tool
+    async def chatty(ctx: Context, stream: bool = False) -> str:
+        await ctx.report_progress(1, 2, "half")
+        await ctx.info("a log line")
+        return "said"
+
+    auth = {"Authorization": f"token {jp_token}"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        r = await http.post(mcp_url, json=INIT, headers={**MCP_HEADERS, **auth})
+        assert r.headers["content-type"].startswith("application/json") and r.json()["result"]["capabilities"]
+        headers = {**MCP_HEADERS, **auth, "mcp-session-id": r.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-11-25"}
+
+        async def post(id_, method, params=None):
+            return await http.post(mcp_url, json={"jsonrpc": "2.0", "id": id_, "method": method,
+                                                  **({"params": params} if params else {})}, headers=headers)
+
+        for id_, method, params in ((2, "ping", None), (3, "tools/list", None),
+                                    (4, "tools/call", {"name": "chatty", "arguments": {}})):
+            r = await post(id_, method, params)
+            assert r.headers["content-type"].startswith("application/json"), (method, r.headers)
+            assert r.json()["id"] == id_ and "result" in r.json(), r.text
+        assert r.json()["result"]["content"][0]["text"] == "said"
+
+        r = await post(5, "tools/call", {"name": "chatty", "arguments": {}, "_meta": {"progressToken": "p5"}})
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert '"notifications/progress"' in r.text and '"progressToken":"p5"' in r.text and '"said"' in r.text
+
+        r = await post(6, "tools/call", {"name": "chatty", "arguments": {"stream": True}})
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert '"notifications/message"' in r.text and "a log line" in r.text and '"said"' in r.text

@@ -1,0 +1,79 @@
+"""Which requests are answered with one JSON body and which with a stream (jupyter_mcp/answers.py),
+and the SDK surfaces the choice stands on: if an upgrade moves them, these fail first.
+The live path is tests/test_http.py::test_each_answer_is_json_unless_it_may_need_its_stream."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from mcp.server.streamable_http import EventMessage, StreamableHTTPServerTransport
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import JSONRPCNotification, JSONRPCResponse
+
+from jupyter_mcp.answers import ChoosingTransport, _answer_json, needs_stream
+
+
+def request(method, params=None):
+    return {"jsonrpc": "2.0", "id": 7, "method": method, **({"params": params} if params is not None else {})}
+
+
+@pytest.mark.parametrize("message, stream", [
+    (request("ping"), False),
+    (request("initialize", {"capabilities": {"elicitation": {}}}), False),
+    (request("tools/list"), False),
+    (request("tasks/get", {"taskId": "t"}), False),
+    (request("tools/call", {"name": "cell_update", "arguments": {"source": "x"}}), False),
+    # code may run long (keep-alive comments) and its input() may ask on the call's stream
+    (request("tools/call", {"name": "cell_execute", "arguments": {}}), True),
+    (request("tools/call", {"name": "code_execute", "arguments": {"code": "1"}}), True),
+    # as a task it answers at once; the question goes another way
+    (request("tools/call", {"name": "cell_execute", "arguments": {}, "task": {}}), False),
+    (request("tools/call", {"name": "notebook_get", "arguments": {"stream": True}}), True),
+    (request("tools/call", {"name": "notebook_list", "arguments": {}, "_meta": {"progressToken": 1}}), True),
+    (request("tools/list", {"_meta": {"progressToken": "p"}}), True),
+    (request("tasks/result", {"taskId": "t"}), True),
+    # not one request: the SDK answers it as it always did
+    ({"jsonrpc": "2.0", "method": "notifications/initialized"}, True),
+    ([request("ping")], True),
+    (None, True),
+])
+def test_which_requests_need_their_stream(message, stream):
+    assert needs_stream(message) is stream
+
+
+def test_the_sdk_surfaces_the_choice_stands_on():
+    assert callable(StreamableHTTPSessionManager._admit_session)
+    assert callable(StreamableHTTPServerTransport._handle_post_request)
+    transport = StreamableHTTPServerTransport("s1")
+    assert transport.__dict__["is_json_response_enabled"] is False and transport._request_streams == {}
+    ChoosingTransport.adopt(transport)
+    assert type(transport) is ChoosingTransport and transport.is_json_response_enabled is False
+    token = _answer_json.set(True)
+    try:
+        assert transport.is_json_response_enabled is True
+        # the SDK's own choice point reads it per request: no back channel when answering JSON
+        assert transport._message_metadata(None).can_send_request is False
+    finally:
+        _answer_json.reset(token)
+    assert transport._message_metadata(None).can_send_request is True
+    with pytest.raises(ValueError, match="JSON only"):
+        ChoosingTransport.adopt(StreamableHTTPServerTransport("s2", is_json_response_enabled=True))
+
+
+async def test_a_json_answered_request_takes_only_its_response():
+    transport = ChoosingTransport.adopt(StreamableHTTPServerTransport("s3"))
+    token = _answer_json.set(True)
+    try:
+        transport._request_streams["7"] = anyio.create_memory_object_stream(10)
+    finally:
+        _answer_json.reset(token)
+    transport._request_streams["8"] = anyio.create_memory_object_stream(10)  # a streamed request's
+    log = JSONRPCNotification(jsonrpc="2.0", method="notifications/message", params={"level": "info", "data": "x"})
+    answer = JSONRPCResponse(jsonrpc="2.0", id=7, result={})
+    for request_id in ("7", "8"):
+        await transport._request_streams[request_id][0].send(EventMessage(log))
+        await transport._request_streams[request_id][0].send(EventMessage(answer))
+    assert (await transport._request_streams["7"][1].receive()).message is answer
+    assert (await transport._request_streams["8"][1].receive()).message is log
+    await transport._clean_up_memory_streams("7")
+    assert "7" not in transport._request_streams
