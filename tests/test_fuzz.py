@@ -19,7 +19,6 @@ import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,7 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from jupyter_mcp import cells
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, new_notebook, refused, write_notebook
+from jupyter_mcp.testing import LiveServer, StatusPoller, UIClient, call, disk_sources, new_notebook, refused, write_notebook
 
 MAX_SOURCE_CHARS = cells.MAX_SOURCE_CHARS
 
@@ -281,38 +280,6 @@ async def unlimited_client(server: LiveServer):
     async with create_mcp_http_client(headers=server.headers) as http:
         async with Client(streamable_http_client(server.mcp_url, http_client=http, max_sse_event_size=None)) as client:
             yield client
-
-
-class StatusPoller:
-    """``GET /api/status`` in a loop on a thread of its own: how long the server held each one."""
-
-    def __init__(self, server: LiveServer) -> None:
-        self.url, self.headers = server.url + "api/status", server.headers
-        self.latencies: list[float] = []
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._poll, daemon=True)
-
-    def _poll(self) -> None:
-        with httpx.Client(headers=self.headers, timeout=120) as http:
-            while not self.stopping.is_set():
-                start = time.perf_counter()
-                response = http.get(self.url)
-                self.latencies.append(time.perf_counter() - start)
-                assert response.status_code == 200
-                self.stopping.wait(0.005)
-
-    def take(self) -> float:
-        """The longest latency seen since the last take (seconds)."""
-        seen, self.latencies = self.latencies, []
-        return max(seen, default=0.0)
-
-    def __enter__(self) -> StatusPoller:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stopping.set()
-        self.thread.join(130)
 
 
 async def test_big_dissimilar_edits_never_hold_the_server(live_factory):

@@ -7,13 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
-from pathlib import Path
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import call, refused
-
-from test_fuzz import StatusPoller
+from jupyter_mcp.testing import StatusPoller, big_notebook, call, refused
 
 CELLS = 20_000
 #: What creating the room costs the event loop in jupyter-server-ydoc and jupyter-server, in
@@ -22,26 +18,6 @@ CELLS = 20_000
 #: notebook's signature (~0.3 s). Every other step must stay under 250 ms.
 OPEN_HOLD_SEC = 2.0
 HOLD_SEC = 0.25
-
-
-def big_notebook(path: Path, count: int) -> list[dict]:
-    """Code cells with a small output or two, and markdown cells, written as plain JSON."""
-    cells = []
-    for i in range(count):
-        cell_id = f"c{i:05d}-{uuid.uuid4().hex[:6]}"
-        if i % 3 == 2:
-            cells.append({"id": cell_id, "cell_type": "markdown", "metadata": {},
-                          "source": f"## Section {i}\nSome *text* for cell {i}."})
-            continue
-        outputs = [{"output_type": "stream", "name": "stdout", "text": f"{i * 2}\n"}]
-        if i % 3 == 1:
-            outputs.append({"output_type": "execute_result", "execution_count": i + 1, "metadata": {},
-                            "data": {"text/plain": str(i)}})
-        cells.append({"id": cell_id, "cell_type": "code", "metadata": {}, "execution_count": i + 1,
-                      "source": f"x_{i} = {i}\nprint(x_{i} * 2)", "outputs": outputs})
-    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "cells": cells, "metadata": {
-        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}))
-    return cells
 
 
 async def test_a_20000_cell_notebook_never_holds_the_server(live_factory):

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -160,3 +161,35 @@ class LiveServer:
         self.stop()
         self.port = free_port()
         return self.start()
+
+
+class StatusPoller:
+    """``GET /api/status`` in a loop on a thread of its own: how long the server held each one."""
+
+    def __init__(self, server: LiveServer) -> None:
+        self.url, self.headers = server.url + "api/status", server.headers
+        self.latencies: list[float] = []
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        with httpx.Client(headers=self.headers, timeout=120) as http:
+            while not self.stopping.is_set():
+                start = time.perf_counter()
+                response = http.get(self.url)
+                self.latencies.append(time.perf_counter() - start)
+                assert response.status_code == 200
+                self.stopping.wait(0.005)
+
+    def take(self) -> float:
+        """The longest latency seen since the last take (seconds)."""
+        seen, self.latencies = self.latencies, []
+        return max(seen, default=0.0)
+
+    def __enter__(self) -> StatusPoller:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopping.set()
+        self.thread.join(130)

@@ -57,3 +57,23 @@ def new_notebook(root: Path, *sources: str, prefix: str = "nb") -> tuple[str, li
     """A notebook with a name of its own in ``root`` (one code cell per source): (path, cell ids)."""
     name = f"{prefix}-{uuid.uuid4().hex[:8]}.ipynb"
     return name, write_notebook(root / name, list(sources))
+
+
+def big_notebook(path: Path, count: int) -> list[dict]:
+    """Code cells with a small output or two, and markdown cells, written as plain JSON."""
+    cells = []
+    for i in range(count):
+        cell_id = f"c{i:05d}-{uuid.uuid4().hex[:6]}"
+        if i % 3 == 2:
+            cells.append({"id": cell_id, "cell_type": "markdown", "metadata": {},
+                          "source": f"## Section {i}\nSome *text* for cell {i}."})
+            continue
+        outputs = [{"output_type": "stream", "name": "stdout", "text": f"{i * 2}\n"}]
+        if i % 3 == 1:
+            outputs.append({"output_type": "execute_result", "execution_count": i + 1, "metadata": {},
+                            "data": {"text/plain": str(i)}})
+        cells.append({"id": cell_id, "cell_type": "code", "metadata": {}, "execution_count": i + 1,
+                      "source": f"x_{i} = {i}\nprint(x_{i} * 2)", "outputs": outputs})
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "cells": cells, "metadata": {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}}))
+    return cells
