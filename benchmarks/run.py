@@ -31,9 +31,10 @@ async def main(selected: list[str]) -> int:
             for name, scenario in scenarios.ALL.items():
                 if selected and name not in selected:
                     continue
+                began = time.monotonic()
                 result = await scenario(server)
                 results.append(result)
-                print(result.line(), flush=True)
+                print(f"{result.line()} [{time.monotonic() - began:.0f} s]", flush=True)
             print(f"# {len(results)} scenarios in {time.monotonic() - started:.0f}s")
             (HERE / "last-run.json").write_text(json.dumps(
                 [r.summary() for r in results],

@@ -77,14 +77,16 @@ async def tasks_get_10k(server) -> Result:
     from jupyter_mcp.testing import LiveServer
 
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = LiveServer(Path(tmp)).start()
+        fresh = LiveServer(Path(tmp) / "one").start()
+        # one user keeps 500 tasks at most by default
+        full = LiveServer(Path(tmp) / "many", args=["--JupyterMCPApp.max_tasks_per_user=20000"]).start()
         try:
             async with connect(fresh.mcp_url, fresh.token) as one_client, \
-                    connect(server.mcp_url, server.token) as many_client:
+                    connect(full.mcp_url, full.token) as many_client:
                 one, many = Tasks(one_client), Tasks(many_client)
                 lonely = (await one.submit("notebook_list", {}))["taskId"]
                 async with contextlib.AsyncExitStack() as stack:
-                    sessions = [Tasks(await stack.enter_async_context(connect(server.mcp_url, server.token)))
+                    sessions = [Tasks(await stack.enter_async_context(connect(full.mcp_url, full.token)))
                                 for _ in range(8)]
 
                     async def fill(session, n):
@@ -105,6 +107,7 @@ async def tasks_get_10k(server) -> Result:
                 return result
         finally:
             fresh.stop()
+            full.stop()
 
 
 
