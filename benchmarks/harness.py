@@ -95,19 +95,24 @@ class Result:
                 "note": self.note, **self.extra}
 
 
+async def timed(fn: Sample) -> float:
+    """Wall ms of one call."""
+    start = time.perf_counter()
+    await fn()
+    return (time.perf_counter() - start) * 1000
+
+
 class Meter:
     """Samples timed on the wall and on the server's CPU, each after the server went quiet."""
 
-    def __init__(self, server_pid: int | None) -> None:
-        self.clock = cpu_clock(server_pid) if server_pid is not None else None
+    def __init__(self, server_pid: int) -> None:
+        self.clock = cpu_clock(server_pid)
 
     def cpu_ns(self) -> int:
-        return time.clock_gettime_ns(self.clock) if self.clock is not None else 0
+        return time.clock_gettime_ns(self.clock)
 
     async def quiet(self) -> None:
         """Wait until the server runs less than QUIET_CPU_SHARE of a window (bounded)."""
-        if self.clock is None:
-            return
         deadline = time.monotonic() + QUIET_MAX_SEC
         before = self.cpu_ns()
         while time.monotonic() < deadline:
@@ -125,33 +130,23 @@ class Meter:
         await self.quiet()
         return value, (self.cpu_ns() - cpu) / 1e6
 
-    async def sample(self, fn: Sample) -> tuple[float, float]:
-        """(wall ms of the call, server CPU ms of the call and its trailing work)."""
-        async def timed() -> float:
-            start = time.perf_counter()
-            await fn()
-            return (time.perf_counter() - start) * 1000
-
-        return await self.cpu_of(timed)
-
 
 async def compare(name: str, subject: Sample, floor: Sample, *, server_pid: int | None, n: int, warmup: int = 5,
                   target: float | None = None, cpu_target: float | None = None) -> Result:
     """Alternate subject and floor samples so both see the same machine. The server's CPU is
-    read when both run on the server ``server_pid`` (None: they do not)."""
-    meter = Meter(server_pid)
+    read when both run on the server ``server_pid`` (None: they do not, wall time only)."""
+    meter = Meter(server_pid) if server_pid is not None else None
     for _ in range(warmup):
         await subject()
         await floor()
     result = Result(name, target, cpu_target=cpu_target)
     for _ in range(n):
-        wall, cpu = await meter.sample(subject)
-        result.subject_ms.append(wall)
-        result.subject_cpu_ms.append(cpu)
-        wall, cpu = await meter.sample(floor)
-        result.floor_ms.append(wall)
-        result.floor_cpu_ms.append(cpu)
-    if server_pid is None:
-        result.subject_cpu_ms.clear()
-        result.floor_cpu_ms.clear()
+        for walls, cpus, fn in ((result.subject_ms, result.subject_cpu_ms, subject),
+                                (result.floor_ms, result.floor_cpu_ms, floor)):
+            if meter is None:
+                walls.append(await timed(fn))
+            else:
+                wall, cpu = await meter.cpu_of(lambda: timed(fn))
+                walls.append(wall)
+                cpus.append(cpu)
     return result
