@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
 from traitlets import Dict, Float, Integer, TraitError, Unicode, default, validate
 
+from . import ystore
 from .activity import Activity
 from .answers import choose_per_request
 from .fileids import prune_stale
@@ -168,6 +170,7 @@ class JupyterMCPApp(ExtensionApp):
 
     def initialize_settings(self) -> None:
         root_dir = os.path.abspath(self.serverapp.root_dir)
+        self._batch_room_updates()
         self.readiness = Readiness()
         self.activity = Activity()
         self.rooms = Rooms(self.serverapp, root_dir)
@@ -200,6 +203,20 @@ class JupyterMCPApp(ExtensionApp):
         self._lifespan = Lifespan(self.asgi_app)
 
         self._stop_on_sigint()
+        threading._register_atexit(_end_idle_worker_threads)
+
+    def _batch_room_updates(self) -> None:
+        """Rooms keep their updates in jupyter_mcp.ystore.BatchedYStore, unless
+        YDocExtension.ystore_class is configured (naming the default store opts out).
+
+        Set on jupyter-collaboration's app itself: Jupyter reads only the extension switches
+        from a package's jupyter_server_config.d file, so no config file of ours could. It
+        loads after this extension (extensions load in name order) and makes its first room
+        later still, so every room gets the store."""
+        for app in self.serverapp.extension_manager.extension_apps.get("jupyter_server_ydoc", ()):
+            if "ystore_class" not in app.config.get("YDocExtension", {}):
+                app.ystore_class = ystore.BatchedYStore
+            ystore.BatchedYStore.autosave_delay = app.document_save_delay
 
     def _stop_on_sigint(self) -> None:
         """Make SIGINT stop the server as SIGTERM does, when Jupyter left it unhandled.
@@ -256,5 +273,24 @@ class JupyterMCPApp(ExtensionApp):
         await self.presence.stop()
         self.subscriptions.close()  # listen streams end, saying so; rooms are no longer watched
         await self.sweeper.stop()  # saves every room MCP used, before the rooms go
+        await ystore.flush_all()  # and every room's queued updates, people's rooms too
         await self._lifespan.stop()
         self.kernels.close()
+
+
+def _end_idle_worker_threads() -> None:
+    """Let the process exit once the server has stopped, with a JupyterLab tab still open.
+
+    anyio ends a worker thread when the task that first used it ends. The rooms a server stop
+    saves (jupyter-collaboration's, with a person still in them) are written from the stop task
+    itself, which never ends: the event loop stops under it. The thread it used then waits for
+    work for ever, and Python waits for it at exit, so the process hung until it was killed.
+    Idle, such a thread is told to end (its own shutdown command); a thread still busy is waited for."""
+    from anyio._backends._asyncio import WorkerThread
+
+    for thread in threading.enumerate():
+        if isinstance(thread, WorkerThread):
+            try:
+                thread.queue.put_nowait(None)
+            except Exception:  # busy with a queue full: it ends when its work is done
+                pass

@@ -55,14 +55,19 @@ class TornadoChannel:
 
 
 class UIClient:
-    """``async with UIClient(base_url, token, path) as ui: ui.nb`` is the UI's live YNotebook."""
+    """``async with UIClient(base_url, token, path) as ui: ui.nb`` is the UI's live YNotebook.
 
-    def __init__(self, base_url: str, token: str, path: str, *, name: str = "Ada Person") -> None:
+    ``UIClient(..., doc=ui.doc, session_id=ui.session["sessionId"])`` is that same tab coming back
+    after the server restarted: it keeps its document and its session, as JupyterLab does."""
+
+    def __init__(self, base_url: str, token: str, path: str, *, name: str = "Ada Person", doc: Doc | None = None,
+                 session_id: str | None = None) -> None:
         self.base_url = base_url if base_url.endswith("/") else base_url + "/"
         self.token = token
         self.path = path
         self.name = name
-        self.doc = Doc()
+        self.session_id = session_id
+        self.doc = Doc() if doc is None else doc
         self.nb = YNotebook(self.doc)
         self.awareness = Awareness(self.doc)
         self.room_id = ""
@@ -79,7 +84,7 @@ class UIClient:
         self.session = json.loads(response.body)
         self.room_id = f"json:notebook:{self.session['fileId']}"
         ws_url = (self.base_url.replace("http://", "ws://")
-                  + f"api/collaboration/room/{self.room_id}?sessionId={self.session['sessionId']}")
+                  + f"api/collaboration/room/{self.room_id}?sessionId={self.session_id or self.session['sessionId']}")
         self.ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {self.token}"}))
         self.ws.protocol.set_nodelay(True)  # as a browser's websocket: no small message waits for the last one's ACK
         self.channel = TornadoChannel(self.ws, self.room_id)
