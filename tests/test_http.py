@@ -9,6 +9,7 @@ import pytest
 from fastmcp import Context
 
 from jupyter_mcp.client import LEGACY, MODERN, connect
+from jupyter_mcp.testing import write_notebook
 
 INIT = {
     "jsonrpc": "2.0",
@@ -243,3 +244,25 @@ async def test_each_answer_is_json_unless_it_may_need_its_stream(mcp_url, jp_tok
         r = await post(6, "tools/call", {"name": "chatty", "arguments": {"stream": True}})
         assert r.headers["content-type"].startswith("text/event-stream")
         assert '"notifications/message"' in r.text and "a log line" in r.text and '"said"' in r.text
+
+
+async def test_a_big_json_answer_is_gzipped_for_a_client_that_accepts_it(mcp_url, jp_token, jp_root_dir):
+    """A 300-cell notebook's answer (its cells twice: structured, and as JSON text) crosses the
+    network gzip-compressed when the client accepts gzip, as every SDK's HTTP client does; sent as
+    it is to one that does not, and a small answer is never compressed."""
+    write_notebook(jp_root_dir / "wide.ipynb", [f"x_{i} = {i}  # a line of code, long enough" for i in range(300)])
+    auth = {"Authorization": f"token {jp_token}"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "notebook_get", "arguments": {"path": "wide.ipynb"}}}
+    async with httpx.AsyncClient(timeout=30) as http:
+        session = {**MCP_HEADERS, **auth, "mcp-session-id": await _initialize(http, mcp_url, auth),
+                   "mcp-protocol-version": "2025-11-25"}
+        zipped = await http.post(mcp_url, json=call, headers=session)
+        plain = await http.post(mcp_url, json=call, headers={**session, "Accept-Encoding": "identity"})
+        small = await http.post(mcp_url, json={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=session)
+    assert zipped.headers["content-encoding"] == "gzip" and "accept-encoding" in zipped.headers["vary"].lower()
+    assert zipped.json()["result"] == plain.json()["result"]
+    assert len(zipped.json()["result"]["structuredContent"]["cells"]) == 300
+    assert zipped.num_bytes_downloaded * 4 < plain.num_bytes_downloaded == len(plain.content)
+    assert "content-encoding" not in plain.headers and "content-encoding" not in small.headers
+    assert small.json()["result"] == {}
