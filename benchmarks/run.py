@@ -2,6 +2,8 @@
 
     bash scripts/bench          # all scenarios
     bash scripts/bench exec_trivial ping
+    bash scripts/bench update_cell --YDocExtension.ystore_class=jupyter_server_ydoc.stores.SQLiteYStore
+                                # options (--...) go to the server: an A/B of one setting
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from jupyter_mcp.testing import LiveServer
 HERE = Path(__file__).resolve().parent
 
 
-async def main(selected: list[str]) -> int:
+async def main(argv: list[str]) -> int:
+    selected = [a for a in argv if not a.startswith("--")]
     with tempfile.TemporaryDirectory(prefix="jupyter-mcp-bench-") as tmp:
-        server = LiveServer(Path(tmp)).start()
+        server = LiveServer(Path(tmp), args=[a for a in argv if a.startswith("--")]).start()
         try:
             started = time.monotonic()
             print(f"# jupyter-mcp benchmarks, {time.strftime('%Y-%m-%d %H:%M')} on {platform.node()} "
