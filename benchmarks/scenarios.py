@@ -77,11 +77,11 @@ async def tasks_get_10k(server) -> Result:
     from jupyter_mcp.testing import LiveServer
 
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = LiveServer(Path(tmp) / "one").start()
+        fresh = LiveServer(Path(tmp) / "one", args=server.args).start()
         full = None
         try:
             # one user keeps 500 tasks at most by default
-            full = LiveServer(Path(tmp) / "many", args=["--JupyterMCPApp.max_tasks_per_user=20000"]).start()
+            full = LiveServer(Path(tmp) / "many", args=[*server.args, "--JupyterMCPApp.max_tasks_per_user=20000"]).start()
             async with connect(fresh.mcp_url, fresh.token) as one_client, \
                     connect(full.mcp_url, full.token) as many_client:
                 one, many = Tasks(one_client), Tasks(many_client)
@@ -326,7 +326,7 @@ async def memory(server) -> Result:
         return 0.0
 
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = LiveServer(Path(tmp), env={"MCP_ROOM_IDLE_TIMEOUT_SEC": "45", "MCP_ROOM_SWEEP_INTERVAL_SEC": "1"})
+        fresh = LiveServer(Path(tmp), args=server.args, env={"MCP_ROOM_IDLE_TIMEOUT_SEC": "45", "MCP_ROOM_SWEEP_INTERVAL_SEC": "1"})
         fresh.start()
         try:
             for i in range(200):
@@ -370,7 +370,7 @@ async def open_big(server) -> Result:
     from jupyter_mcp.testing import LiveServer, StatusPoller, big_notebook
 
     with tempfile.TemporaryDirectory() as tmp:
-        fresh = LiveServer(Path(tmp)).start()
+        fresh = LiveServer(Path(tmp), args=server.args).start()
         try:
             big_notebook(fresh.root / "big.ipynb", 20_000)
             async with connect(fresh.mcp_url, fresh.token) as mcp:
