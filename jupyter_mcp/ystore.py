@@ -50,17 +50,19 @@ class BatchedYStore(SQLiteYStore):
     autosave_delay: float | None = 1.0
 
     _pending: list[bytes] | None = None
+    _loop: asyncio.AbstractEventLoop | None = None  # the server's, where this store writes
     _timer: asyncio.TimerHandle | None = None
     _flushing: asyncio.Lock | None = None
 
     async def write(self, data: bytes) -> None:
         """Queue an update; it is written with the others after ``flush_delay`` at most."""
+        loop = asyncio.get_running_loop()
         if self._pending is None:
             self._pending = []
+            self._loop = loop
             _stores.add(self)
         self._pending.append(data)
         if self._timer is None:
-            loop = asyncio.get_running_loop()
             self._timer = loop.call_later(self._delay(), lambda: _keep(loop.create_task(self._flush_logged())))
 
     def _delay(self) -> float:
@@ -112,7 +114,7 @@ def _keep(task: asyncio.Task) -> None:
 
 async def flush_path(path: str) -> None:
     """Write what every store of one document still holds (a room closed and reopened has two)."""
-    await _flush([s for s in _stores if s.path == path and s._pending])
+    await _flush([s for s in _queued() if s.path == path])
 
 
 async def flush_room(room: Any) -> None:
@@ -124,7 +126,14 @@ async def flush_room(room: Any) -> None:
 
 async def flush_all() -> None:
     """At the server's stop: nothing queued is left behind."""
-    await _flush([s for s in _stores if s._pending])
+    await _flush(_queued())
+
+
+def _queued() -> list[BatchedYStore]:
+    """The stores of this event loop with updates to write (a process that ran several servers,
+    a test run, may still hold stores of a loop that is gone)."""
+    loop = asyncio.get_running_loop()
+    return [store for store in _stores if store._pending and store._loop is loop]
 
 
 async def _flush(stores: list[BatchedYStore]) -> None:

@@ -11,6 +11,7 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
 from pycrdt import Doc, Text
 from pycrdt.store import YDocNotFound
 from jupyter_server_ydoc.stores import SQLiteYStore
@@ -18,6 +19,28 @@ from jupyter_server_ydoc.stores import SQLiteYStore
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook
 from jupyter_mcp.ystore import BatchedYStore
+
+
+EXTENSIONS = {"jupyter_mcp": True, "jupyter_server_ydoc": True, "jupyter_server_fileid": True}
+
+
+@pytest.fixture
+def jp_server_config(request):
+    """The in-process server, with the store class a test names, if any."""
+    store = getattr(request, "param", None)
+    return {"ServerApp": {"jpserver_extensions": EXTENSIONS},
+            **({"YDocExtension": {"ystore_class": store}} if store else {})}
+
+
+@pytest.mark.parametrize("jp_server_config, kept_in", [(None, BatchedYStore), (
+    "jupyter_server_ydoc.stores.SQLiteYStore", SQLiteYStore)], indirect=["jp_server_config"], ids=["default", "configured"])
+async def test_rooms_keep_their_updates_in_the_batched_store_unless_another_is_configured(
+        mcp_url, jp_token, jp_root_dir, mcp_ext, kept_in):
+    name, _ = new_notebook(jp_root_dir, "a = 1")
+    async with connect(mcp_url, jp_token) as mcp:
+        await call(mcp, "cell_insert", path=name, source="b = 2")
+    stores = [room.ystore for _, room in mcp_ext.rooms.document_rooms()]
+    assert stores and all(type(store) is kept_in for store in stores)
 
 
 def sources(ui: UIClient) -> list[str]:
