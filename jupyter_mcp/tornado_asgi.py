@@ -4,7 +4,9 @@ Neither fastmcp nor the MCP SDK ships one. The bridge runs an ASGI app inside th
 Jupyter server's own event loop: a Tornado handler turns its request into an ASGI
 ``http`` scope, streams every body chunk the app sends straight to the socket (so
 SSE events reach the client as they are produced), and reports the client going
-away as ``http.disconnect``. The app's lifespan runs as a task for as long as the
+away as ``http.disconnect``. Two choices are its own: a POST's event stream whose first
+event is the request's answer goes as one JSON body instead (the stream would carry nothing
+else), and a big JSON answer goes gzip-compressed to a client that accepts it. The app's lifespan runs as a task for as long as the
 extension lives, because the MCP session manager only works inside it.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -92,6 +95,13 @@ class ASGIRequest:
         self._body_sent = False
         self._started = False
         self._compress = False  # a JSON answer to a client that accepts gzip: compressed if it is big
+        # An event stream answering a POST is held (its headers unsent) until its first event:
+        # when that event is the request's answer, nothing else would follow it, and the answer
+        # goes as one JSON body (one write, no stream for the client to parse). Any other first
+        # event (a progress notification, a log, a request to the client, a keep-alive comment)
+        # opens the stream as it is.
+        self._held = False
+        self._answered = False
 
     def scope(self) -> Scope:
         request = self.handler.request
@@ -122,7 +132,7 @@ class ASGIRequest:
         return {"type": "http.disconnect"}
 
     async def send(self, message: Message) -> None:
-        if self.disconnected.is_set():
+        if self.disconnected.is_set() or self._answered:
             return
         kind = message["type"]
         handler = self.handler
@@ -137,12 +147,22 @@ class ASGIRequest:
                 headers[name.lower()] = value
             content_type = headers.get("content-type", "")
             if content_type.startswith("text/event-stream"):
-                await self._flush()  # a stream's client must see its headers before the first event
+                if handler.request.method == "POST" and message["status"] == 200:
+                    self._held = True  # until its first event says whether it is the answer alone
+                else:
+                    await self._flush()  # a stream's client must see its headers before the first event
             self._compress = (content_type.startswith("application/json") and "content-encoding" not in headers
                               and _accepts_gzip(handler.request))
         elif kind == "http.response.body":
             body = message.get("body", b"")
             more = message.get("more_body", False)
+            if self._held and body:
+                self._held = False
+                answer = _only_answer(body)
+                if answer is not None:  # the stream would carry nothing else: send it as one JSON body
+                    handler.set_header("Content-Type", "application/json")
+                    self._compress = _accepts_gzip(handler.request)
+                    body, more, self._answered = answer, False, True
             if self._compress and not more and len(body) >= GZIP_MIN_BYTES:
                 body = await _gzip(body)
                 handler.set_header("Content-Encoding", "gzip")
@@ -151,7 +171,9 @@ class ASGIRequest:
             self._compress = False  # a body sent in parts is sent as it is
             if body:
                 handler.write(body)
-            if more:
+            if self._answered:
+                self._finish()  # the rest of the app's stream (its end) has nothing for the client
+            elif more and not self._held:
                 await self._flush()
 
     async def _flush(self) -> None:
@@ -168,6 +190,9 @@ class ASGIRequest:
             self.disconnected.set()
         if not self._started:
             self.handler.set_status(500)
+        self._finish()
+
+    def _finish(self) -> None:
         if not self.handler._finished:
             try:
                 self.handler.finish()
@@ -185,6 +210,38 @@ class ASGIRequest:
 # ~1 ms per 400 KB. Smaller answers fit in a packet or two and are sent as they are.
 GZIP_MIN_BYTES = 16 * 1024
 GZIP_IN_THREAD_BYTES = 512 * 1024  # above this, compressed in a worker thread, off the event loop
+
+
+def _only_answer(chunk: bytes) -> bytes | None:
+    """The JSON-RPC response a chunk of an event stream holds, if the chunk is exactly one
+    ``message`` event carrying a response (not a notification, not a request to the client)."""
+    event, data = "message", []
+    try:
+        lines = chunk.decode().replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    except UnicodeDecodeError:
+        return None
+    while lines and not lines[-1]:
+        lines.pop()
+    for line in lines:
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            event = value
+        elif field != "id":  # a comment, a blank line between two events, a retry
+            return None
+    if event != "message" or not data:
+        return None
+    text = "\n".join(data)
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(answer, dict) or "id" not in answer or "method" in answer or not (
+            "result" in answer or "error" in answer):
+        return None
+    return text.encode()
 
 
 def _accepts_gzip(request: Any) -> bool:

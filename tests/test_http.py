@@ -246,6 +246,32 @@ async def test_each_answer_is_json_unless_it_may_need_its_stream(mcp_url, jp_tok
         assert '"notifications/message"' in r.text and "a log line" in r.text and '"said"' in r.text
 
 
+async def test_a_stream_whose_first_event_is_its_answer_goes_as_one_json_body(mcp_url, jp_token, mcp_ext):
+    """A request given an event stream (it may need one) whose handler then sends nothing before
+    its answer is answered with one JSON body: the stream would have carried nothing else. One
+    that notifies first keeps its stream, the notification first."""
+
+    @mcp_ext.mcp.tool
+    async def quiet(ctx: Context, stream: bool = False, log: bool = False) -> str:
+        await asyncio.sleep(0.2)
+        if log:
+            await ctx.info("on my way")
+        return "done"
+
+    auth = {"Authorization": f"token {jp_token}"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        headers = {**MCP_HEADERS, **auth, "mcp-session-id": await _initialize(http, mcp_url, auth),
+                   "mcp-protocol-version": "2025-11-25"}
+        r = await http.post(mcp_url, headers=headers, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "quiet", "arguments": {"stream": True}}})
+        assert r.headers["content-type"].startswith("application/json"), r.headers
+        assert r.json()["id"] == 2 and r.json()["result"]["content"][0]["text"] == "done"
+        r = await http.post(mcp_url, headers=headers, json={"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "quiet", "arguments": {"stream": True, "log": True}}})
+        assert r.headers["content-type"].startswith("text/event-stream")
+        assert r.text.index("on my way") < r.text.index('"done"')
+
+
 async def test_a_big_json_answer_is_gzipped_for_a_client_that_accepts_it(mcp_url, jp_token, jp_root_dir):
     """A 300-cell notebook's answer (its cells twice: structured, and as JSON text) crosses the
     network gzip-compressed when the client accepts gzip, as every SDK's HTTP client does; sent as
