@@ -204,7 +204,7 @@ class JupyterMCPApp(ExtensionApp):
         self._lifespan = Lifespan(self.asgi_app)
 
         self._stop_on_sigint()
-        threading._register_atexit(_end_idle_worker_threads)
+        _end_idle_worker_threads_at_exit()
 
     def _batch_room_updates(self) -> None:
         """Rooms keep their updates in jupyter_mcp.ystore.BatchedYStore, unless
@@ -294,6 +294,17 @@ def _freeze_startup_objects() -> None:
         return
     gc.collect()  # what is garbage already is not frozen
     gc.freeze()
+
+
+_exit_hooked = False
+
+
+def _end_idle_worker_threads_at_exit() -> None:
+    """Once per process (a test run starts server after server)."""
+    global _exit_hooked
+    if not _exit_hooked:
+        threading._register_atexit(_end_idle_worker_threads)
+        _exit_hooked = True
 
 
 def _end_idle_worker_threads() -> None:

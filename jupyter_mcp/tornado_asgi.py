@@ -94,7 +94,7 @@ class ASGIRequest:
         self.disconnected = asyncio.Event()
         self._body_sent = False
         self._started = False
-        self._compress = False  # a JSON answer to a client that accepts gzip: compressed if it is big
+        self._one_json_body = False  # the answer is one JSON body: gzipped if big and the client accepts it
         # An event stream answering a POST is held (its headers unsent) until its first event:
         # when that event is the request's answer, nothing else would follow it, and the answer
         # goes as one JSON body (one write, no stream for the client to parse). Any other first
@@ -151,8 +151,7 @@ class ASGIRequest:
                     self._held = True  # until its first event says whether it is the answer alone
                 else:
                     await self._flush()  # a stream's client must see its headers before the first event
-            self._compress = (content_type.startswith("application/json") and "content-encoding" not in headers
-                              and _accepts_gzip(handler.request))
+            self._one_json_body = content_type.startswith("application/json") and "content-encoding" not in headers
         elif kind == "http.response.body":
             body = message.get("body", b"")
             more = message.get("more_body", False)
@@ -161,14 +160,13 @@ class ASGIRequest:
                 answer = _only_answer(body)
                 if answer is not None:  # the stream would carry nothing else: send it as one JSON body
                     handler.set_header("Content-Type", "application/json")
-                    self._compress = _accepts_gzip(handler.request)
-                    body, more, self._answered = answer, False, True
-            if self._compress and not more and len(body) >= GZIP_MIN_BYTES:
+                    body, more, self._answered, self._one_json_body = answer, False, True, True
+            if self._one_json_body and not more and len(body) >= GZIP_MIN_BYTES and _accepts_gzip(handler.request):
                 body = await _gzip(body)
                 handler.set_header("Content-Encoding", "gzip")
                 handler.set_header("Content-Length", str(len(body)))
                 handler.add_header("Vary", "Accept-Encoding")
-            self._compress = False  # a body sent in parts is sent as it is
+            self._one_json_body = False  # a body sent in parts is sent as it is
             if body:
                 handler.write(body)
             if self._answered:
