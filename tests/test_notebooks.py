@@ -145,7 +145,13 @@ async def concurrent_round(live, sessions, per_session=5):
         made, _ = await asyncio.gather(asyncio.gather(*(inserter(k, m) for k, m in enumerate(sessions))), person())
         new_ids = [i for batch in made for i in batch]
         expected = {f"ins-{k}-{j}" for k in range(len(sessions)) for j in range(per_session)}
-        final = await call(sessions[0], "notebook_get", path=name, include_outputs=False)
+        # The person's last keystroke travels on the websocket, the read on another connection:
+        # nothing orders the two, so the read waits until that keystroke has arrived (10 s at most).
+        for _ in range(200):
+            final = await call(sessions[0], "notebook_get", path=name, include_outputs=False)
+            if final["cells"][0]["source"] == "seed edited 9":
+                break
+            await asyncio.sleep(0.05)
         server_ids = [c["id"] for c in final["cells"]]
         sources = [c["source"] for c in final["cells"]]
         assert len(server_ids) == len(set(server_ids)), "duplicate cell ids"
