@@ -21,7 +21,7 @@ from traitlets import Dict, Float, Integer, TraitError, Unicode, default, valida
 from . import ystore
 from .activity import Activity
 from .answers import choose_per_request
-from .fileids import prune_stale
+from .fileids import prune_stale, running_roots
 from .handlers import MCP_PATH, MCPHandler, Readiness, SessionLimit
 from .kernels import KERNEL_ACTIONS, Kernels
 from .notebooks import Notebooks
@@ -241,7 +241,8 @@ class JupyterMCPApp(ExtensionApp):
         try:
             await self.rooms.start()
             prune_stale(self.rooms.file_ids, self.rooms.root_dir,
-                        {file_id_of(room_id) for room_id, _ in self.rooms.document_rooms()})
+                        {file_id_of(room_id) for room_id, _ in self.rooms.document_rooms()},
+                        running_roots(serverapp.runtime_dir))
             self.sweeper.start()
             self.presence.start()
             await self.tasks.start()

@@ -159,7 +159,8 @@ class Notebooks:
         with_kernel = {s.get("path") for s in sessions if s.get("kernel")}
         described = []
         for room_id, room in self.rooms.document_rooms():
-            path = self.rooms.path_of(room_id)
+            path, lost = self.rooms.whereabouts(room_id, room)
+            error = lost or self.activity.save_error(room_id)
             people = presence.users(room)
             described.append({
                 "room_id": room_id,
@@ -170,8 +171,8 @@ class Notebooks:
                 "clients": len(room.clients),
                 "has_kernel": path in with_kernel,
                 "idle_seconds": self.activity.idle_seconds(room_id),
-                "saved": self.activity.save_error(room_id) is None,
-                "save_error": self.activity.save_error(room_id),
+                "saved": error is None,
+                "save_error": error,
             })
         return {"rooms": described}
 

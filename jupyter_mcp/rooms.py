@@ -39,6 +39,7 @@ from pycrdt import Doc, Map
 
 from . import cells, ystore
 from .errors import NotebookError, logs_its_error
+from .fileids import Reattaching, lost_path
 from .paths import canonical_path, hidden_part, read_real_file, real_file, to_os_path
 
 OPEN_TIMEOUT_SEC = 60.0  # a room that is not up by then is broken (its store failed, say)
@@ -243,6 +244,16 @@ class Rooms:
         jupyter-server-ydoc's reloads and autosaves, our saves, a person's room on the same file)."""
         if not isinstance(loader._contents_manager, CheckedFiles):
             loader._contents_manager = CheckedFiles(loader._contents_manager, self.root_dir)
+        self._reattaching(loader)
+
+    def keep_file_id(self, room: Any) -> None:
+        """Let the room's file loader put its file-id row back when another program sharing the
+        database removes it (``fileids.Reattaching``), instead of losing its file."""
+        self._reattaching(room._file)
+
+    def _reattaching(self, loader: Any) -> None:
+        if not isinstance(loader._file_id_manager, Reattaching):
+            loader._file_id_manager = Reattaching(loader._file_id_manager, loader, self.root_dir)
 
     def _in_use(self, nb: LiveNotebook) -> LiveNotebook:
         """MCP uses this room now: ydoc's own delayed cleanup (armed when the last UI client
@@ -296,6 +307,17 @@ class Rooms:
     def path_of(self, room_id: str) -> str | None:
         return self.file_ids.get_path(file_id_of(room_id))
 
+    def whereabouts(self, room_id: str, room: Any) -> tuple[str | None, str | None]:
+        """The room's file (its id's path, or the last one its loader knew) and, when its id has
+        lost its row and it could not be put back, why the room cannot save."""
+        loader = room._file
+        self._reattaching(loader)
+        try:
+            return loader.path, None
+        except RuntimeError:
+            last = getattr(loader, "_current_path", None)
+            return last, lost_path(self.file_ids, file_id_of(room_id), last, self.root_dir)
+
     def open_notebooks(self) -> dict[str, LiveNotebook]:
         """Every notebook with an open room, by path (one file-id lookup per open room)."""
         found = {}
@@ -326,10 +348,11 @@ class Rooms:
         does, and with its check for changes on disk), jupyter-ydoc's metadata placeholders
         left out. Never raises for a failed save: the answer says why, naming the file."""
         loader = room._file
-        try:
-            path = loader.path
-        except RuntimeError:  # the file id lost its path: the file was deleted
-            return Saved(False, f"the file of room {room.room_id} was deleted", gone=True)
+        path, lost = self.whereabouts(room.room_id, room)
+        if lost is not None:  # the id lost its row: a deleted file, or another program removed it
+            gone = path is None or not os.path.lexists(to_os_path(self.root_dir, path))
+            return Saved(False, lost, gone=gone)
+        assert path is not None
         if room._update_lock.locked():
             return Saved(False, f"{path!r} is being reloaded into the room (it changed on disk); not saved yet")
         await ystore.flush_room(room)  # the update store never falls behind the file

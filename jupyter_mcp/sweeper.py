@@ -46,10 +46,15 @@ class Sweeper:
         MCP is doing there. A busy room (a run, a resource subscription) is kept open instead;
         the sweeper closes it once it is idle, as any other."""
         room_id = data.get("roomid")
-        if data.get("action") == "leave" and isinstance(room_id, str) and self.activity.busy(room_id):
-            room = dict(self.rooms.document_rooms()).get(room_id)
-            if room is not None:
-                self.rooms.keep_open(room)
+        if not isinstance(room_id, str):
+            return
+        room = dict(self.rooms.document_rooms()).get(room_id)
+        if room is None:
+            return
+        if data.get("action") == "join":  # a room JupyterLab opened: its file-id row is kept too
+            self.rooms.keep_file_id(room)
+        elif data.get("action") == "leave" and self.activity.busy(room_id):
+            self.rooms.keep_open(room)
 
     def _closable(self, room_id: str, room: Any) -> bool:
         if room.clients or self.activity.busy(room_id):
