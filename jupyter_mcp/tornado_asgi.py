@@ -16,6 +16,7 @@ import asyncio
 import gzip
 import json
 import logging
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -161,7 +162,8 @@ class ASGIRequest:
                 if answer is not None:  # the stream would carry nothing else: send it as one JSON body
                     handler.set_header("Content-Type", "application/json")
                     body, more, self._answered, self._one_json_body = answer, False, True, True
-            if self._one_json_body and not more and len(body) >= GZIP_MIN_BYTES and _accepts_gzip(handler.request):
+            if self._one_json_body and not more and len(body) >= GZIP_MIN_BYTES and _accepts_gzip(
+                    handler.request.headers.get("Accept-Encoding")):
                 body = await _gzip(body)
                 handler.set_header("Content-Encoding", "gzip")
                 handler.set_header("Content-Length", str(len(body)))
@@ -242,12 +244,31 @@ def _only_answer(chunk: bytes) -> bytes | None:
     return text.encode()
 
 
-def _accepts_gzip(request: Any) -> bool:
-    for coding in request.headers.get("Accept-Encoding", "").split(","):
-        name, _, params = coding.partition(";")
-        if name.strip().lower() in ("gzip", "*"):
-            return params.replace(" ", "").lower() not in ("q=0", "q=0.0", "q=0.00", "q=0.000")
-    return False
+_QVALUE = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")  # RFC 9110's qvalue: at most three decimals, 0 to 1
+
+
+def _accepts_gzip(header: str | None) -> bool:
+    """Whether an ``Accept-Encoding`` value lets an answer go gzip-compressed, by RFC 9110's rules
+    (section 12.5.3): gzip (or x-gzip), else ``*``, listed with a weight above 0, and wanted at least
+    as much as identity (no coding: its own entry, else ``*``'s). Codings are case-insensitive. A
+    weight that is not a qvalue (``q=0.0000``, ``q=2``, ``q=x``) counts as 0: that coding is never
+    sent by mistake. No header, or an empty one: no coding."""
+    weights: dict[str, float] = {}
+    for element in (header or "").split(","):
+        coding, *params = (part.strip() for part in element.split(";"))
+        if not coding:
+            continue
+        weight = 1.0
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                value = value.strip()
+                weight = min(weight, float(value) if _QVALUE.fullmatch(value) else 0.0)
+        coding = "gzip" if coding.lower() == "x-gzip" else coding.lower()
+        weights[coding] = min(weight, weights.get(coding, weight))  # listed twice: the lower weight
+    gzip_weight = weights.get("gzip", weights.get("*", 0.0))
+    identity_weight = weights.get("identity", weights.get("*"))
+    return gzip_weight > 0 and (identity_weight is None or gzip_weight >= identity_weight)
 
 
 async def _gzip(body: bytes) -> bytes:

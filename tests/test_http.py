@@ -292,3 +292,22 @@ async def test_a_big_json_answer_is_gzipped_for_a_client_that_accepts_it(mcp_url
     assert zipped.num_bytes_downloaded * 4 < plain.num_bytes_downloaded == len(plain.content)
     assert "content-encoding" not in plain.headers and "content-encoding" not in small.headers
     assert small.json()["result"] == {}
+
+
+async def test_accept_encoding_is_read_by_rfc_9110s_rules(mcp_url, jp_token, jp_root_dir):
+    """Which big answers go gzipped is what the client's Accept-Encoding says by RFC 9110's rules
+    (12.5.3): q=0 (however written) refuses gzip, a malformed weight is no acceptance, a coding
+    named for itself outranks "*", and codings are case-insensitive."""
+    write_notebook(jp_root_dir / "wide.ipynb", [f"x_{i} = {i}  # a line of code, long enough" for i in range(300)])
+    auth = {"Authorization": f"token {jp_token}"}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "notebook_get", "arguments": {"path": "wide.ipynb"}}}
+    said = {"gzip;q=0.0000": None, "gzip;q=0.000": None, "gzip;q=2": None, "*;q=0, gzip": "gzip",
+            "GZIP": "gzip", "gzip;q=0.5, identity": None, "*": "gzip"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        session = {**MCP_HEADERS, **auth, "mcp-session-id": await _initialize(http, mcp_url, auth),
+                   "mcp-protocol-version": "2025-11-25"}
+        for accept, coding in said.items():
+            r = await http.post(mcp_url, json=call, headers={**session, "Accept-Encoding": accept})
+            assert r.status_code == 200 and len(r.json()["result"]["structuredContent"]["cells"]) == 300
+            assert r.headers.get("content-encoding") == coding, accept
