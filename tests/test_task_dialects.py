@@ -6,6 +6,7 @@ the project's own client in each dialect. The seed's io.datalayer/tasks is tests
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -250,6 +251,35 @@ async def test_official_tasks_requests_must_name_their_task_in_mcp_name(live):
         with pytest.raises(MCPError) as info:
             await session._dispatcher.send_raw_request("tasks/get", data["params"], opts)
         assert info.value.error.code == -32020 and "Mcp-Name" in info.value.error.message
+
+
+async def official_request(client, method: str, params: dict, mcp_name: str | None) -> dict:
+    """A 2026-07-28 request declaring the official extension, with this ``Mcp-Name`` header (or none)."""
+    session = client.session
+    data, opts = {"method": method, "params": dict(params)}, {}
+    session._stamp(data, opts)
+    data["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"] = {OFFICIAL: {}}
+    if mcp_name is not None:
+        opts.setdefault("headers", {})["Mcp-Name"] = mcp_name
+    return await session._dispatcher.send_raw_request(method, data["params"], opts)
+
+
+async def test_methods_the_official_extension_lacks_are_not_found_whatever_the_mcp_name_header(live):
+    """2026-07-28 has no tasks/result nor tasks/list: -32601 with or without an Mcp-Name header (the
+    official conformance suite sends tasks/result without one), never the header's -32020. A method it
+    has still needs the header, read as the SDK reads Mcp-Name (a =?base64?...?= value decoded)."""
+    name, ids = new_notebook(live.root, "1", prefix="official")
+    async with connect(live.mcp_url, live.token, mode="2026-07-28") as client:
+        created = await Tasks(client, OFFICIAL).submit("cell_execute", {"path": name, "cell_id": ids[0]})
+        task_id = created["taskId"]
+        for method, header in [("tasks/result", None), ("tasks/result", "tsk_another"), ("tasks/list", None),
+                               ("tasks/result", task_id)]:
+            error = await raises(official_request(client, method, {"taskId": task_id}, header))
+            assert error.error.code == -32601 and f"{method} is not a method of" in error.error.message, header
+        error = await raises(official_request(client, "tasks/get", {"taskId": task_id}, None))
+        assert error.error.code == -32020 and "Mcp-Name" in error.error.message
+        encoded = "=?base64?" + base64.b64encode(task_id.encode()).decode() + "?="
+        assert (await official_request(client, "tasks/get", {"taskId": task_id}, encoded))["taskId"] == task_id
 
 
 async def test_a_2026_client_that_declared_no_tasks_extension_gets_no_task(live):

@@ -25,6 +25,7 @@ from fastmcp.server.extensions import MethodBinding, ServerExtension
 from fastmcp.server.middleware import Middleware
 from fastmcp.tools.base import ToolResult
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, decode_header_value
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     CLIENT_CAPABILITIES_META_KEY,
@@ -54,6 +55,9 @@ EXTENSION_ID = SEED
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
 _PLACEHOLDER = EXTENSION_ID + "#created"
 TASK_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result")
+# methods the official extension does not have, and what its clients do instead
+NOT_OFFICIAL = {"tasks/list": "it has no list, by design; keep the ids you are given",
+                "tasks/result": "tasks/get answers the result once the task is terminal"}
 
 Principal = Callable[[Any], str]  # the HTTP request (or None) -> who is asking
 
@@ -284,11 +288,17 @@ class TasksExtension(ServerExtension):
 
     # -- tasks/* -----------------------------------------------------------------------
 
-    def _asker(self, ctx: Any, task_id: str | None = None) -> tuple[str, str]:
-        """Who asks, and in which dialect; an official request's routing header must name its task."""
+    def _asker(self, ctx: Any, method: str, task_id: str | None = None) -> tuple[str, str]:
+        """Who asks, and in which dialect. A method the official extension does not have is -32601
+        before anything else is looked at (so it has no routing header to check either); one it has
+        must name its task in ``Mcp-Name`` on 2026-07-28, read as the SDK reads that header for
+        tools/call (a ``=?base64?...?=`` value decoded)."""
         dialect = dialect_of(ctx)
+        if dialect == OFFICIAL and method in NOT_OFFICIAL:
+            raise self._not_in(OFFICIAL, method, NOT_OFFICIAL[method])
         if dialect == OFFICIAL and task_id is not None and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            named = ctx.request.headers.get("mcp-name") if getattr(ctx, "request", None) is not None else None
+            request = getattr(ctx, "request", None)
+            named = decode_header_value(request.headers.get(MCP_NAME_HEADER)) if request is not None else None
             if named != task_id:
                 raise MCPError(code=HEADER_MISMATCH, message=f"the Mcp-Name header ({named!r}) must be the taskId "
                                                              f"of the request ({task_id!r})")
@@ -300,16 +310,14 @@ class TasksExtension(ServerExtension):
 
     async def _get(self, ctx: Any, params: GetTaskRequestParams) -> dict[str, Any]:
         try:
-            owner, dialect = self._asker(ctx, params.task_id)
+            owner, dialect = self._asker(ctx, "tasks/get", params.task_id)
             return dialects.task(dialect, await self.manager.get(owner, params.task_id))
         except Exception as exc:
             raise _mcp_error(exc) from None
 
     async def _list(self, ctx: Any, params: PaginatedRequestParams) -> dict[str, Any]:
         try:
-            owner, dialect = self._asker(ctx)
-            if dialect == OFFICIAL:
-                raise self._not_in(OFFICIAL, "tasks/list", "it has no list, by design; keep the ids you are given")
+            owner, dialect = self._asker(ctx, "tasks/list")
             page, cursor = await self.manager.list(owner, params.cursor)
         except Exception as exc:
             raise _mcp_error(exc) from None
@@ -320,7 +328,7 @@ class TasksExtension(ServerExtension):
 
     async def _cancel(self, ctx: Any, params: CancelTaskRequestParams) -> dict[str, Any]:
         try:
-            owner, dialect = self._asker(ctx, params.task_id)
+            owner, dialect = self._asker(ctx, "tasks/cancel", params.task_id)
             notify = _notifier(ctx.session, dialect)
             if dialect != OFFICIAL:
                 return dialects.task(dialect, await self.manager.cancel(owner, params.task_id, notify))
@@ -337,9 +345,7 @@ class TasksExtension(ServerExtension):
 
     async def _result(self, ctx: Any, params: GetTaskPayloadRequestParams) -> dict[str, Any]:
         try:
-            owner, dialect = self._asker(ctx, params.task_id)
-            if dialect == OFFICIAL:
-                raise self._not_in(OFFICIAL, "tasks/result", "tasks/get answers the result once the task is terminal")
+            owner, dialect = self._asker(ctx, "tasks/result", params.task_id)
             deliver = (_elicitation_on_stream(ctx, params.task_id)
                        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS and can_answer_input(ctx) else None)
             record = await self.manager.finished(owner, params.task_id, wait=dialect == CORE, deliver=deliver)
@@ -351,7 +357,7 @@ class TasksExtension(ServerExtension):
         """Answers to a task's input requests (its ``inputRequests``), by key; keys that are not
         outstanding are ignored, as the official extension says."""
         try:
-            owner, dialect = self._asker(ctx, params.task_id)
+            owner, dialect = self._asker(ctx, "tasks/update", params.task_id)
             if dialect != OFFICIAL:  # the seed's says so: a client does not change a task
                 raise self._not_in(dialect, "tasks/update", "tasks/result delivers a task's input requests as "
                                                             "elicitations, answered on its stream")
