@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import json
+import weakref
 from typing import Any
+
+import pydantic_core
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
@@ -64,11 +66,14 @@ class SessionLimit:
     SDK's server-wide cap (10,000, then 503 for everyone until sessions expire).
 
     The SDK keeps who opened each session (``_session_owners``, session id -> the owner's
-    authorization context); this is the one place that reads it."""
+    authorization context); this is the one place that reads it. One user's session openings
+    are served one at a time, so that the count read before one is the count it adds to: at
+    once, each would read the count from before any of them."""
 
     def __init__(self, app: Any, per_user: int) -> None:
         self.app = app
         self.per_user = per_user
+        self._opening: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
 
     def _owners(self) -> dict[str, Any]:
         """The SDK session manager's table of who opened each session."""
@@ -79,15 +84,30 @@ class SessionLimit:
         mine = authorization_context(user)
         return sum(1 for owner in list(owners.values()) if owner == mine)
 
-    def refusal(self, user: AuthenticatedUser, request: Any) -> str | None:
-        """Why this request may not open a session now, or None (it opens none, or may)."""
-        if request.method != "POST" or request.headers.get("Mcp-Session-Id") or b'"initialize"' not in request.body:
-            return None
+    @staticmethod
+    def may_open(request: Any) -> bool:
+        """Whether a request may open a session: a POST without ``Mcp-Session-Id`` whose message,
+        or any message of a batch, is an ``initialize``. Decided on the JSON as the SDK parses it,
+        never on its bytes: ``"\\u0069nitialize"`` is the same initialize."""
+        if request.method != "POST" or request.headers.get("Mcp-Session-Id") is not None:
+            return False
         try:
-            method = json.loads(request.body).get("method")
-        except (ValueError, AttributeError):
-            return None  # not one JSON-RPC request: the SDK answers it
-        if method != "initialize" or self.held_by(user) < self.per_user:
+            message = pydantic_core.from_json(request.body or b"")
+        except ValueError:
+            return False  # not JSON: the SDK answers it, and opens nothing
+        messages = message if isinstance(message, list) else [message]
+        return any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
+
+    def one_at_a_time(self, user: AuthenticatedUser) -> asyncio.Lock:
+        """The lock one user's session openings are served under."""
+        lock = self._opening.get(user.username)
+        if lock is None:
+            lock = self._opening[user.username] = asyncio.Lock()
+        return lock
+
+    def refusal(self, user: AuthenticatedUser) -> str | None:
+        """Why this user may not open one more session now, or None."""
+        if self.held_by(user) < self.per_user:
             return None
         return (f"too many open MCP sessions: user {user.username!r} already holds {self.per_user} "
                 "(JupyterMCPApp.max_sessions_per_user); end one (DELETE /mcp with its Mcp-Session-Id) "
@@ -168,9 +188,16 @@ class MCPHandler(APIHandler):
         error = await self.readiness.wait()
         if error:
             raise web.HTTPError(503, "jupyter_mcp failed to start: %s" % error)
-        refusal = self.sessions.refusal(user, self.request)
-        if refusal is not None:
-            raise web.HTTPError(429, refusal)
+        if not self.sessions.may_open(self.request):
+            await self._run(user)
+            return
+        async with self.sessions.one_at_a_time(user):
+            refusal = self.sessions.refusal(user)
+            if refusal is not None:
+                raise web.HTTPError(429, refusal)
+            await self._run(user)
+
+    async def _run(self, user: AuthenticatedUser) -> None:
         self._asgi = ASGIRequest(self, MCP_PATH, {"user": user, SCOPE_KEY: Permissions(self)})
         await self._asgi.run(self.app)
 

@@ -253,3 +253,33 @@ def test_one_user_cannot_use_up_the_sessions(live_factory):
         on_session = {**alice, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
         http.post(server.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=on_session)
         assert http.post(server.mcp_url, json=listing, headers=on_session).status_code == 200
+
+
+async def test_the_session_cap_holds_whatever_form_the_initialize_takes(live_factory):
+    """The cap decides on the request as parsed, not its bytes: an initialize whose method name is
+    escaped (the same JSON string), one inside a batch, and a burst of initializes sent at once
+    never open more than max_sessions_per_user sessions."""
+    server = live_factory(token="alice-token", args=[
+        "--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers",
+        "--JupyterMCPApp.max_sessions_per_user=3"])
+    alice = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+             "Authorization": "token alice-token"}
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    escaped = ('{"jsonrpc": "2.0", "id": 1, "method": "\\u0069nitialize", "params": %s}' % json.dumps(params)).encode()
+    batch = json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}]).encode()
+    assert json.loads(escaped)["method"] == "initialize" and b'"initialize"' not in escaped
+    async with httpx.AsyncClient(timeout=60) as http:
+        async def post(body: bytes) -> httpx.Response:
+            return await http.post(server.mcp_url, content=body, headers=alice)
+
+        opened = [await post(escaped) for _ in range(5)]
+        assert [r.status_code for r in opened] == [200, 200, 200, 429, 429]
+        assert "too many open MCP sessions" in opened[3].text and "JupyterMCPApp.max_sessions_per_user" in opened[3].text
+        refused = await post(batch)
+        assert refused.status_code == 429 and "mcp-session-id" not in refused.headers
+        for r in opened[:3]:
+            ended = await http.delete(server.mcp_url, headers={**alice, "mcp-session-id": r.headers["mcp-session-id"],
+                                                               "mcp-protocol-version": "2025-11-25"})
+            assert ended.status_code == 200
+        burst = await asyncio.gather(*(post(escaped) for _ in range(8)))
+        assert sorted(r.status_code for r in burst) == [200] * 3 + [429] * 5
