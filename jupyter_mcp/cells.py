@@ -289,13 +289,23 @@ def _shared(a: bytes, b: bytes, limit: int, from_end: bool) -> int:
     return same
 
 
-def replace_text(text: Text, new: bytes) -> None:
+def replace_text(text: Text, new: bytes, ahead_of_others: bool = False) -> None:
     """Make ``text`` hold the UTF-8 ``new``, editing only what lies between the longest common
     prefix and suffix, in one transaction; linear in the texts' length.
 
     A person's cursor before or after the changed span stays where it was (a small edit
     touches a small span); texts with nothing in common are replaced whole. pycrdt indexes a
-    Text in UTF-8 bytes, so both ends are moved back to character boundaries."""
+    Text in UTF-8 bytes, so both ends are moved back to character boundaries.
+
+    The new text is inserted before the old span, which is deleted after: deleted first, the
+    insert would land past the deleted characters, at the very spot where a person typing just
+    after the span puts their next letter, and Yjs puts the lower client id first of two inserts
+    at one spot, so the letter of any tab whose id is below the server's (a browser draws 32
+    bits, pycrdt 53: nearly every browser tab) would go before, or into, the new text.
+
+    ``ahead_of_others``: text that belongs before anything typed at its spot meanwhile (a
+    keystroke carried into a moved cell) is inserted as a replacement of the character before
+    it, so what others type after that character goes after it, whatever the client ids."""
     old = str(text).encode("utf-8")
     if old == new:
         return  # no event, no cursor moved
@@ -307,11 +317,16 @@ def replace_text(text: Text, new: bytes) -> None:
     while tail and _continues(old, len(old) - tail):  # the same byte in `new`: it is shared
         tail -= 1
     old_end, new_end = len(old) - tail, len(new) - tail
+    if ahead_of_others and old_end == start and start:  # a pure insertion: the character before it joins the span
+        start -= 1
+        while _continues(old, start):
+            start -= 1
+    added = new_end - start
     with text.doc.transaction():
-        if old_end > start:
-            del text[start:old_end]
-        if new_end > start:
+        if added:
             text.insert(start, new[start:new_end].decode("utf-8"))
+        if old_end > start:
+            del text[start + added:old_end + added]
 
 
 def set_source(ynb: Any, index: int, source: str) -> None:
@@ -475,12 +490,12 @@ def edit(ynb: Any, index: int, old: str, new: str, replace_all: bool = False) ->
         spans.append(byte)
         last = at
         at = source.find(old, at + len(old))
-    old_bytes, new_text = len(old.encode("utf-8")), new
+    old_bytes, new_bytes = len(old.encode("utf-8")), len(new.encode("utf-8"))
     with ynb.ydoc.transaction():
         for start in reversed(spans):  # from the end: earlier offsets stay valid
-            del text[start:start + old_bytes]
-            if new_text:
-                text.insert(start, new_text)
+            if new:  # inserted before the old text, then that deleted: as replace_text does, and why
+                text.insert(start, new)
+            del text[start + new_bytes:start + new_bytes + old_bytes]
     _patched(ynb, cached, index, "update")
     return found
 

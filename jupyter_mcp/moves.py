@@ -15,12 +15,23 @@ is merged into the moved copy (with what was typed there since), and a person's 
 the same cell keeps their copy only. Updates made after the move name the copy, which the
 shadow does not have; Yjs keeps them pending there, so they change nothing in it.
 
-Updates that only delete, or insert nothing the shadow lacks, are not applied to it: a client
-that echoes what it receives (pycrdt's provider does; the browser's y-websocket does not) sends
-back the move's own deletion, and the carried edit as the room deleted it (it landed in the
-deleted copy), and Yjs cannot tell either from a person deleting. So a backspace, or a
-person's delete of the cell, that crosses the move is not carried: the moved cell stays as
-it was (nothing is lost; the person deletes again).
+What reaches the shadow of an update is the part it lacks, less everything we (the server's
+client) wrote from the move on: the move itself, the carried text and their echoes. That part is
+found with ``get_update`` against the shadow's state vector, never from an update's own state
+vector: Yjs counts a client there only from clock 0, so it is empty for a person's every
+keystroke but their first (every keystroke that crossed a move was dropped for that reason).
+
+Carried text goes in ahead of what the person types into the copy once the move reached them
+(their next keystrokes, at the same spot, before the carried text reached them): it replaces
+the character before it (``replace_text``'s ``ahead_of_others``), since Yjs orders two inserts
+at one spot by client id. Someone's delete of that very character meanwhile is undone.
+
+Updates whose part inserts nothing are not applied: a client that echoes what it receives
+(pycrdt's provider does; the browser's y-websocket does not) sends back the move's own
+deletion, and the carried edit as the room deleted it (it landed in the deleted copy), and
+Yjs cannot tell either from a person deleting. So a backspace, or a person's delete of the
+cell, that crosses the move is not carried: the moved cell stays as it was (nothing is lost;
+the person deletes again).
 """
 
 from __future__ import annotations
@@ -30,13 +41,14 @@ import json
 import logging
 from typing import Any
 
-from pycrdt import Array, Decoder, Doc, Text, YMessageType, YSyncMessageType, get_state, read_message
+from pycrdt import Array, Decoder, Doc, Encoder, Text, YMessageType, YSyncMessageType, get_update, read_message
 
 from . import cells
 
 log = logging.getLogger(__name__)
 
 CARRY_SEC = 10.0  # how long after a move an edit made before it may still arrive
+_NO_CLOCK = 0xFFFFFFFF  # past any clock (Yjs clocks are 32-bit): "all of this client's items"
 
 
 def merge(base: str, theirs: str, ours: str) -> str:
@@ -66,6 +78,21 @@ def state_vector(encoded: bytes) -> dict[int, int]:
     return dict((decoder.read_var_uint(), decoder.read_var_uint()) for _ in range(decoder.read_var_uint()))
 
 
+def encode_state_vector(clocks: dict[int, int]) -> bytes:
+    encoder = Encoder()
+    encoder.write_var_uint(len(clocks))
+    for client, clock in clocks.items():
+        encoder.write_var_uint(client)
+        encoder.write_var_uint(clock)
+    return encoder.to_bytes()
+
+
+def inserts_anything(update: bytes) -> bool:
+    """Whether a Yjs update holds any item (its first number counts the clients it has items of;
+    a client with none is not written), rather than deletions alone."""
+    return Decoder(update).read_var_uint() > 0
+
+
 def _span(base: str, changed: str) -> tuple[int, int, str]:
     """``changed`` as ``base[:start] + new + base[end:]``: the one span that differs."""
     limit = min(len(base), len(changed))
@@ -86,7 +113,6 @@ class MoveGuard:
         self.room = room
         self.follows = follows  # the id of the cell it came after, where it was
         self.ours = ynb.ydoc.client_id
-        self.clock = state_vector(get_state(before)).get(self.ours, 0)  # our next clock: the move's first item
         self.ynb = ynb
         self.cell_id = cell_id
         self.hint = was_at  # where the cell is in the shadow
@@ -115,13 +141,10 @@ class MoveGuard:
         """A message from a client, before the room handles it (the room's ``on_message``)."""
         if self.active and len(message) > 2 and message[0] == YMessageType.SYNC \
                 and message[1] in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
-            update = read_message(message[2:])
-            inserts = state_vector(get_state(update))
-            if inserts and inserts.get(self.ours, 0) <= self.clock:  # inserts something, none of it after the move
-                self.updates.append(update)
-                if not self.scheduled:  # after the room has applied it: its effect on the copy is known then
-                    self.scheduled = True
-                    asyncio.get_running_loop().call_soon(self._carry)
+            self.updates.append(read_message(message[2:]))
+            if not self.scheduled:  # after the room has applied it: its effect on the copy is known then
+                self.scheduled = True
+                asyncio.get_running_loop().call_soon(self._carry)
         return self.chained(message) if self.chained is not None else False
 
     def _carry(self) -> None:
@@ -141,10 +164,10 @@ class MoveGuard:
             self.before = None
         updates, self.updates = self.updates, []
         for update in updates:
-            have = state_vector(self.shadow.get_state())
-            if all(have.get(client, 0) >= end for client, end in state_vector(get_state(update)).items()):
-                continue  # inserts nothing new: an echo, whose deletions would undo what was carried
-            self.shadow.apply_update(update)
+            known = {**state_vector(self.shadow.get_state()), self.ours: _NO_CLOCK}  # ours from the move on: left out
+            new = get_update(update, encode_state_vector(known))
+            if inserts_anything(new):  # else an echo, whose deletions would undo what was carried
+                self.shadow.apply_update(new)
         shadow_cells = self.shadow.get("cells", type=Array)
         at = self._in_shadow(shadow_cells)
         if at is None:  # moved by someone else before they saw our move, or gone with a reconnecting client's past
@@ -160,7 +183,7 @@ class MoveGuard:
             return
         source = self.ynb.ycells[live].get("source")
         if isinstance(source, Text):
-            cells.replace_text(source, merge(self.seen, text, str(source)).encode("utf-8"))
+            cells.replace_text(source, merge(self.seen, text, str(source)).encode("utf-8"), ahead_of_others=True)
         self.seen = text
 
     def _in_shadow(self, shadow_cells: Array) -> int | None:

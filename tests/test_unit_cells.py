@@ -5,6 +5,7 @@ as they arrive."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 
@@ -348,3 +349,168 @@ def test_merge_keeps_what_both_sides_typed(base, theirs, ours, merged):
     from jupyter_mcp.moves import merge
 
     assert merge(base, theirs, ours) == merged
+
+
+# --- a person typing while the agent edits: two clients' concurrent updates exchanged ---------
+#
+# Yjs orders two inserts made at one spot at the same time by client id (the lower first); a
+# tab's id is random, so each test runs with the tab's id below the server's and above it.
+
+SERVER_ID = 1_000_000
+TAB_SIDES = pytest.mark.parametrize("tab_id", [SERVER_ID - 1, SERVER_ID + 1],
+                                    ids=["tab-id-below-server", "tab-id-above-server"])
+
+
+def served(*sources: str) -> YNotebook:
+    """The server's document of a notebook (its client id known)."""
+    ynb = YNotebook(Doc(client_id=SERVER_ID))
+    ynb.set({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+             "cells": [{"cell_type": "code", "source": s, "metadata": {}, "id": f"c{i}", "outputs": [],
+                        "execution_count": None} for i, s in enumerate(sources)]})
+    return ynb
+
+
+class Tab:
+    """A person's tab on the server's document. Nothing travels until the test delivers it, so
+    "typed before the server's edit reached the tab" happens every time."""
+
+    def __init__(self, server: YNotebook, client_id: int) -> None:
+        self.server = server
+        self.nb = YNotebook(Doc(client_id=client_id))
+        self.nb.ydoc.apply_update(server.ydoc.get_update())
+        self.sent = self.nb.ydoc.get_state()  # what the server has of this tab's own edits
+
+    def type(self, index: int, text: str) -> None:
+        source = self.nb.ycells[index]["source"]
+        source.insert(len(str(source).encode()), text)
+
+    def outgoing(self) -> bytes:
+        """What the tab has that it has not sent (the person's edits, and what it received: already known)."""
+        update = self.nb.ydoc.get_update(self.sent)
+        self.sent = self.nb.ydoc.get_state()
+        return update
+
+    def receive(self, update: bytes) -> None:
+        self.nb.ydoc.apply_update(update)
+
+
+def test_pycrdt_lets_the_lower_client_id_go_first_at_one_spot():
+    # why the order of replace_text's insert and delete matters at all
+    for tab_id, tab_first in ((SERVER_ID - 1, True), (SERVER_ID + 1, False)):
+        server = served("x")
+        tab = Tab(server, tab_id)
+        since = server.ydoc.get_state()
+        server.ycells[0]["source"].insert(1, "S")
+        tab.type(0, "T")
+        tab.receive(server.ydoc.get_update(since))
+        server.ydoc.apply_update(tab.outgoing())
+        assert sources(server) == sources(tab.nb) == ["xTS" if tab_first else "xST"]
+
+
+@TAB_SIDES
+def test_a_letter_typed_while_an_update_travels_stays_after_the_agents_text(tab_id):
+    server = served("x = 1  # note: AB")
+    tab = Tab(server, tab_id)
+    tab.type(0, "C")
+    server.ydoc.apply_update(tab.outgoing())  # C reached the server after the agent read the cell
+    since = server.ydoc.get_state()
+    cells.update(server, 0, "x = 2  # note: AB")  # what the agent read, with x = 2: C is replaced (its diff says so)
+    tab.type(0, "D")  # typed before the update reached the tab, after C
+    tab.receive(server.ydoc.get_update(since))
+    server.ydoc.apply_update(tab.outgoing())
+    assert sources(server) == sources(tab.nb) == ["x = 2  # note: ABD"]  # not "x = D2  # note: AB"
+
+
+@TAB_SIDES
+def test_a_letter_typed_while_an_edit_travels_stays_after_the_agents_text(tab_id):
+    server = served("total = 1")
+    tab = Tab(server, tab_id)
+    since = server.ydoc.get_state()
+    assert cells.edit(server, 0, "1", "25") == 1
+    tab.type(0, "0")  # the person typed right after the text the agent replaced
+    tab.receive(server.ydoc.get_update(since))
+    server.ydoc.apply_update(tab.outgoing())
+    assert sources(server) == sources(tab.nb) == ["total = 250"]  # not "total = 025"
+
+
+def test_a_persons_cursor_stays_on_its_side_of_the_replaced_text():
+    from pycrdt import Assoc, StickyIndex
+
+    def caret(text, after: str) -> StickyIndex:  # after ``after``, tied to its last character (ASCII:
+        return StickyIndex.new(text, len(after), Assoc.BEFORE)  # a sticky index counts characters)
+
+    ynb = served("x = 1  # note", "x = 1  # note: ABC")
+    digit, tail = ynb.ycells[0]["source"], ynb.ycells[1]["source"]
+    carets = [caret(digit, "x"), caret(digit, "x = 1"), caret(digit, "x = 1  # note"), caret(tail, "x = 1  # note: ABC")]
+    cells.update(ynb, 0, "x = 22  # note")  # the digit alone is replaced
+    cells.update(ynb, 1, "x = 22  # note: AB")  # stale: C is replaced too, the span runs to the end
+    assert [c.get_index() for c in carets] == [len(s) for s in ("x", "x = 22", "x = 22  # note", "x = 22  # note: AB")]
+
+
+class Room:
+    """What a MoveGuard uses of a room: whether clients are in, and its hook for their messages,
+    called before the room applies what came (as pycrdt's YRoom does)."""
+
+    def __init__(self, ynb: YNotebook) -> None:
+        self.ynb = ynb
+        self.clients = {"a tab"}
+        self.on_message = None
+
+    async def receive(self, update: bytes) -> None:
+        from pycrdt import create_update_message
+
+        if self.on_message is not None:
+            self.on_message(create_update_message(update))
+        self.ynb.ydoc.apply_update(update)
+        await asyncio.sleep(0)  # the guard carries once the room has applied the update
+
+
+@TAB_SIDES
+async def test_keystrokes_that_cross_a_move_are_carried_in_the_order_typed(tab_id):
+    from jupyter_mcp.moves import move
+
+    server = served("total = 0\n", "other = 1", "last = 2")
+    room, tab = Room(server), Tab(server, tab_id)
+    tab.type(0, "a")
+    await room.receive(tab.outgoing())  # the person has typed before: their next update starts past clock 0
+    tab.type(0, "b")  # typed before the move reached the tab: it lands in the copy the move deletes
+    since = server.ydoc.get_state()
+    guard = move(room, server, 0, 2)
+    try:
+        the_move = server.ydoc.get_update(since)
+        await room.receive(tab.outgoing())  # b arrives: carried into the moved cell
+        tab.receive(the_move)  # the tab sees the move (and b gone), not yet b carried
+        tab.type(2, "c")  # so the person types c into the moved cell, at the same spot as the carried b
+        tab.receive(server.ydoc.get_update(tab.nb.ydoc.get_state()))
+        await room.receive(tab.outgoing())
+        assert sources(server) == sources(tab.nb) == ["other = 1", "last = 2", "total = 0\nabc"]
+        assert [cells.id_of(c) for c in server.ycells] == ["c1", "c2", "c0"]
+    finally:
+        guard.stop()
+
+
+async def test_an_echo_of_the_move_and_of_the_carried_text_undoes_nothing():
+    """A tab that sends back what it receives (pycrdt's provider does) echoes the move's deletion
+    and the carried letter as the room deleted it: neither may undo what was carried."""
+    from jupyter_mcp.moves import move
+
+    server = served("total = 0\n", "other = 1")
+    room, tab = Room(server), Tab(server, SERVER_ID + 7)
+    echoes: list[bytes] = []
+    tab.nb.ydoc.observe(lambda event: echoes.append(event.update))
+    tab.type(0, "a")
+    await room.receive(tab.outgoing())
+    tab.type(0, "b")
+    since = server.ydoc.get_state()
+    guard = move(room, server, 0, 1)
+    try:
+        await room.receive(tab.outgoing())
+        echoes.clear()
+        tab.receive(server.ydoc.get_update(since))  # the move, b in the deleted copy and b carried
+        for echo in echoes:
+            await room.receive(echo)
+        tab.type(1, "c")
+        await room.receive(tab.outgoing())
+        assert sources(server) == sources(tab.nb) == ["other = 1", "total = 0\nabc"]
+    finally:
+        guard.stop()
