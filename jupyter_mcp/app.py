@@ -1,9 +1,9 @@
 """The Jupyter Server extension: every setting, the parts composed, started and stopped.
 
-This is the one place that reads the environment: MCP_SERVER_NAME, MCP_ROOM_IDLE_TIMEOUT_SEC,
-MCP_ROOM_SWEEP_INTERVAL_SEC and JUPYTER_MCP_TASK_STORE_CLASS are the defaults of their settings;
-JupyterHub's JUPYTERHUB_PUBLIC_URL and JUPYTERHUB_SERVICE_PREFIX name the URL the start logs.
-Everything below gets its settings and collaborators passed in.
+This is the one place that reads the environment: the variables of ``ENVIRONMENT`` are the
+defaults of their settings, and any other JUPYTER_MCP_* or MCP_* variable is warned about at
+start (``unread_variables``); JupyterHub's JUPYTERHUB_PUBLIC_URL and JUPYTERHUB_SERVICE_PREFIX
+name the URL the start logs. Everything below gets its settings and collaborators passed in.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import gc
 import os
 import signal
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
@@ -27,15 +28,43 @@ from .kernels import KERNEL_ACTIONS, Kernels
 from .notebooks import Notebooks
 from .presence import AgentPresence
 from .rooms import Rooms, file_id_of
-from .resources import CONTENTS_ACTIONS, Subscriptions
+from .resources import CONTENTS_ACTIONS, MAX_LISTEN_STREAMS, Subscriptions
 from .server import build_server
 from .sweeper import COLLABORATOR_EVENTS, Sweeper
 from .tasks import Limits, TaskManager, load_store
 from .tornado_asgi import Lifespan
 
 
+# The environment variables this server reads: each the default of its setting.
+ENVIRONMENT = ("MCP_SERVER_NAME", "MCP_ROOM_IDLE_TIMEOUT_SEC", "MCP_ROOM_SWEEP_INTERVAL_SEC",
+               "JUPYTER_MCP_TASK_STORE_CLASS")
+# Variables this server once read, and what says the same now.
+RETIRED = {"JUPYTER_MCP_REDIS_URL": "--JupyterMCPApp.task_store_options=url=...",
+           "MCP_AGENT_IDLE_SEC": "--JupyterMCPApp.agent_idle_timeout=<seconds>"}
+# The project's variables that are not the server's: read by MCP clients (.mcp.json) and scripts/serve.
+OTHERS = ("JUPYTER_MCP_URL", "JUPYTER_MCP_WORKSPACE", "JUPYTER_MCP_VENV")
+
+
 def _env(name: str, fallback: str) -> str:
+    assert name in ENVIRONMENT, f"{name} is read from the environment: list it in ENVIRONMENT"
     return os.environ.get(name) or fallback
+
+
+def unread_variables(environ: Mapping[str, str]) -> list[str]:
+    """One warning per JUPYTER_MCP_* or MCP_* variable this server does not read: a setting given
+    in a form it no longer reads (or never did) would otherwise be ignored without a word. Names
+    only, never values (a Redis URL may hold a password)."""
+    lines = []
+    for name in sorted(environ):
+        if not name.startswith(("JUPYTER_MCP_", "MCP_")) or name in ENVIRONMENT or name in OTHERS:
+            continue
+        if name in RETIRED:
+            lines.append(f"jupyter_mcp: ${name} is no longer read, and is ignored; use {RETIRED[name]} instead")
+        else:
+            lines.append(f"jupyter_mcp: ${name} means nothing to this server, and is ignored; it reads "
+                         f"{', '.join('$' + known for known in ENVIRONMENT)}, and every setting is a "
+                         "JupyterMCPApp option (jupyter lab --help-all)")
+    return lines
 
 
 class JupyterMCPApp(ExtensionApp):
@@ -84,6 +113,21 @@ class JupyterMCPApp(ExtensionApp):
         "with 429 until one is closed or expires, so one client cannot use up the server's sessions. "
         "Default: 100.",
     )
+
+    max_listen_streams_per_user = Integer(
+        32, config=True,
+        help="Most subscriptions/listen streams (2026-07-28 resource subscriptions) one user may hold open at "
+        f"once; one more is refused, saying so, until one ends. Below the server's {MAX_LISTEN_STREAMS} "
+        f"(1 to {MAX_LISTEN_STREAMS - 1}), so one user cannot take them all. Default: 32.",
+    )
+
+    @validate("max_listen_streams_per_user")
+    def _below_the_servers_listen_streams(self, proposal: Any) -> Any:
+        if not 0 < proposal["value"] < MAX_LISTEN_STREAMS:
+            raise TraitError(f"JupyterMCPApp.max_listen_streams_per_user must be 1 to {MAX_LISTEN_STREAMS - 1} "
+                             f"(below the server's {MAX_LISTEN_STREAMS} listen streams, so that one user cannot "
+                             f"take them all), not {proposal['value']!r}")
+        return proposal["value"]
 
     kernel_idle_timeout = Float(
         3600.0, config=True,
@@ -170,6 +214,8 @@ class JupyterMCPApp(ExtensionApp):
     # -- composing ---------------------------------------------------------------------
 
     def initialize_settings(self) -> None:
+        for line in unread_variables(os.environ):
+            self.log.warning(line)
         root_dir = os.path.abspath(self.serverapp.root_dir)
         self._batch_room_updates()
         self.readiness = Readiness()
@@ -196,7 +242,7 @@ class JupyterMCPApp(ExtensionApp):
         self.tasks = TaskManager(store, default_ttl_ms=self.task_default_ttl, max_ttl_ms=self.task_max_ttl,
                                  poll_interval_ms=self.task_poll_interval, limits=limits)
         notebooks = Notebooks(self.serverapp, root_dir, self.rooms, self.activity, self.presence, self.kernels)
-        self.subscriptions = Subscriptions(notebooks)
+        self.subscriptions = Subscriptions(notebooks, self.max_listen_streams_per_user)
         if event_logger is not None:  # notebooks created, renamed or deleted change the resource list
             event_logger.add_listener(schema_id=CONTENTS_ACTIONS, listener=self.subscriptions.on_contents_event)
         self.mcp = build_server(self.server_name, notebooks, self.tasks, self.subscriptions)

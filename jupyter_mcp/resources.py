@@ -64,7 +64,7 @@ NOTEBOOK_MIME = "application/x-ipynb+json"
 CELL_MIME = "application/json"
 DEBOUNCE_SEC = 0.2  # changes gathered before subscribers are told (a cell printing 10 lines a second: 5 updates)
 MAX_URIS = 100  # subscriptions one client (a 2025-11-25 session, or one listen stream) may hold
-MAX_LISTEN_STREAMS = 256  # open subscriptions/listen streams on this server
+MAX_LISTEN_STREAMS = 256  # open subscriptions/listen streams on this server (each user holds fewer: a setting)
 RELIST_DEBOUNCE_SEC = 0.5  # file events gathered before the workspace's notebooks are listed again
 CONTENTS_ACTIONS = "https://events.jupyter.org/jupyter_server/contents_service/v1"  # Jupyter's file events
 
@@ -335,10 +335,12 @@ def _connection_of(ctx: Any) -> Any:
 class Subscriptions:
     """Who is subscribed to which notebook:// URI, and the watchers that tell them."""
 
-    def __init__(self, notebooks: Any) -> None:
+    def __init__(self, notebooks: Any, max_streams_per_user: int) -> None:
         self.notebooks = notebooks
         self.bus = InMemorySubscriptionBus()
         self.listen = ListenHandler(self.bus, max_subscriptions=MAX_LISTEN_STREAMS)
+        self.max_streams_per_user = max_streams_per_user  # below MAX_LISTEN_STREAMS: one user cannot take them all
+        self._streams_of: Counter[str] = Counter()  # open listen streams, by principal
         self._watchers: dict[str, _Watcher] = {}  # by notebook path
         self._legacy: weakref.WeakKeyDictionary[Any, _LegacyClient] = weakref.WeakKeyDictionary()  # by connection
         self._list_listeners = 0  # listen streams asking for list changes
@@ -454,6 +456,22 @@ class Subscriptions:
     # -- 2026-07-28: subscriptions/listen ----------------------------------------------------
 
     async def _listen(self, ctx: Any, params: SubscriptionsListenRequestParams) -> Any:
+        """One listen stream, counted against its user's cap (checked and counted with no await
+        between, so streams opened at once are counted one by one)."""
+        principal = calling_agent().principal
+        if self._streams_of[principal] >= self.max_streams_per_user:
+            raise MCPError(INVALID_REQUEST, f"subscriptions/listen refused: user {principal!r} already holds "
+                                            f"{self.max_streams_per_user} open listen streams, the most one user may "
+                                            "(JupyterMCPApp.max_listen_streams_per_user); end one, then listen again")
+        self._streams_of[principal] += 1
+        try:
+            return await self._listen_counted(ctx, params)
+        finally:
+            self._streams_of[principal] -= 1
+            if not self._streams_of[principal]:
+                del self._streams_of[principal]
+
+    async def _listen_counted(self, ctx: Any, params: SubscriptionsListenRequestParams) -> Any:
         requested = list(params.notifications.resource_subscriptions or [])
         if requested:
             await self._may_read("subscriptions/listen")

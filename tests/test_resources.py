@@ -10,6 +10,7 @@ import base64
 import json
 import uuid
 import warnings
+from contextlib import AsyncExitStack
 
 import httpx
 import pytest
@@ -381,3 +382,35 @@ async def test_notebook_cite_embeds_the_cells_as_they_are_now(live, mode):
 
 async def cell_source(mcp, name: str, cell_id: str) -> str:
     return (await call(mcp, "cell_get", path=name, cell_id=cell_id))["source"]
+
+
+async def test_one_user_cannot_take_every_listen_stream(live_factory):
+    """Listen streams are capped per user, below the server's own cap: carol's third stream is
+    refused, naming her, the cap and its setting, while bob still listens; once carol ends hers
+    she may listen again."""
+    server = live_factory(token="alice-token", args=[
+        "--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers",
+        "--JupyterMCPApp.max_listen_streams_per_user=2"])
+    async with connect(server.mcp_url, "carol-token", mode=MODERN) as carol, \
+            connect(server.mcp_url, "bob-token", mode=MODERN) as bob:
+        async with AsyncExitStack() as held:
+            for _ in range(2):
+                await held.enter_async_context(carol.listen(resources_list_changed=True))
+            with pytest.raises(MCPError) as refused:
+                async with carol.listen(resources_list_changed=True):
+                    pass
+            message = refused.value.error.message
+            assert "subscriptions/listen refused" in message and "'carol'" in message
+            assert "2 open listen streams" in message and "JupyterMCPApp.max_listen_streams_per_user" in message
+            async with bob.listen(resources_list_changed=True) as bobs:
+                assert bobs.honored.resources_list_changed
+        for _ in range(100):  # the server learns that the streams ended when their connections close
+            try:
+                async with carol.listen(resources_list_changed=True) as again:
+                    assert again.honored.resources_list_changed
+                break
+            except MCPError as exc:
+                assert "subscriptions/listen refused" in exc.error.message
+                await asyncio.sleep(0.1)
+        else:
+            raise AssertionError("carol could not listen again after ending her streams")

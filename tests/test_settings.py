@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 
 import pytest
 from traitlets import TraitError
 
-from jupyter_mcp.app import JupyterMCPApp
+from jupyter_mcp.app import JupyterMCPApp, unread_variables
 from jupyter_mcp.client import Tasks, connect
 from jupyter_mcp.testing import call, write_notebook
 from jupyter_mcp.tasks import load_store
@@ -17,7 +18,7 @@ from jupyter_mcp.tasks import load_store
 DOCUMENTED = {"server_name", "room_idle_timeout", "room_sweep_interval", "agent_idle_timeout", "task_store_class",
               "task_store_options", "task_poll_interval", "task_default_ttl", "task_max_ttl", "max_sessions_per_user",
               "kernel_idle_timeout", "max_kernels", "max_running_tasks_per_user", "max_tasks_per_user",
-              "max_task_result_bytes"}
+              "max_task_result_bytes", "max_listen_streams_per_user"}
 
 
 def test_every_setting_is_a_documented_traitlet():
@@ -59,6 +60,10 @@ def test_settings_refuse_nonsense():
     with pytest.raises(TraitError, match="0 \\(off\\) or positive"):
         JupyterMCPApp(max_kernels=-1)
     assert JupyterMCPApp(kernel_idle_timeout=0).kernel_idle_timeout == 0  # 0: never stopped
+    for streams in (0, 256, 1000):  # one user's listen streams stay below the server's 256
+        with pytest.raises(TraitError, match="max_listen_streams_per_user must be 1 to 255"):
+            JupyterMCPApp(max_listen_streams_per_user=streams)
+    assert JupyterMCPApp().max_listen_streams_per_user < 256
 
 
 @with_argv("--JupyterMCPApp.room_idle_timeout=0.5", "--JupyterMCPApp.room_sweep_interval=0.2")
@@ -129,3 +134,38 @@ class TestTaskStore:
             assert await r.exists(f"settings-test:task:{task['taskId']}")
         finally:
             await r.aclose()
+
+
+def test_variables_the_server_does_not_read_are_named_with_what_to_use_instead():
+    lines = unread_variables({"JUPYTER_MCP_REDIS_URL": "redis://:secret@redis:6379/0", "MCP_AGENT_IDLE_SEC": "5",
+                              "MCP_ROOM_IDEL_TIMEOUT_SEC": "5", "MCP_SERVER_NAME": "box", "JUPYTER_MCP_URL": "x",
+                              "JUPYTER_MCP_WORKSPACE": "/w", "JUPYTER_MCP_TASK_STORE_CLASS": "", "HOME": "/root",
+                              "CHARLY_MCP_SERVERS": "{}"})
+    assert lines == [
+        "jupyter_mcp: $JUPYTER_MCP_REDIS_URL is no longer read, and is ignored; use "
+        "--JupyterMCPApp.task_store_options=url=... instead",
+        "jupyter_mcp: $MCP_AGENT_IDLE_SEC is no longer read, and is ignored; use "
+        "--JupyterMCPApp.agent_idle_timeout=<seconds> instead",
+        "jupyter_mcp: $MCP_ROOM_IDEL_TIMEOUT_SEC means nothing to this server, and is ignored; it reads "
+        "$MCP_SERVER_NAME, $MCP_ROOM_IDLE_TIMEOUT_SEC, $MCP_ROOM_SWEEP_INTERVAL_SEC, $JUPYTER_MCP_TASK_STORE_CLASS, "
+        "and every setting is a JupyterMCPApp option (jupyter lab --help-all)"]
+    assert unread_variables({"MCP_SERVER_NAME": "box", "PATH": "/bin"}) == []
+
+
+def test_the_server_warns_at_start_of_each_variable_it_does_not_read(live_factory):
+    """A real server started with a Redis URL in the variable it no longer reads says so, once,
+    with what to use instead (and not the URL, which may hold a password); a misspelt variable is
+    named too; a variable it reads, or one of the project's scripts and clients, is not."""
+    server = live_factory(env={"JUPYTER_MCP_REDIS_URL": "redis://:hunter2@redis.invalid:6379/0",
+                               "MCP_ROOM_IDEL_TIMEOUT_SEC": "5", "MCP_SERVER_NAME": "named",
+                               "JUPYTER_MCP_WORKSPACE": "/tmp"})
+    warned = [line for line in server.log().splitlines() if "jupyter_mcp: $" in line]
+    named = {line.split("jupyter_mcp: $", 1)[1].split(" ", 1)[0]: line for line in warned}
+    assert len(named) == len(warned), warned  # one line per variable
+    assert set(named) - {"JUPYTER_MCP_REDIS_URL", "MCP_ROOM_IDEL_TIMEOUT_SEC"} <= set(os.environ)  # the runner's own
+    assert "is no longer read" in named["JUPYTER_MCP_REDIS_URL"]
+    assert "use --JupyterMCPApp.task_store_options=url=... instead" in named["JUPYTER_MCP_REDIS_URL"]
+    assert "means nothing to this server" in named["MCP_ROOM_IDEL_TIMEOUT_SEC"]
+    assert "MCP_SERVER_NAME" not in named and "JUPYTER_MCP_WORKSPACE" not in named
+    assert all(line.startswith("[W ") for line in warned), warned  # warnings, in the server's log
+    assert "hunter2" not in server.log()
