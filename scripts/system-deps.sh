@@ -1,7 +1,8 @@
 # Sourced by scripts/test: the Debian packages the test suite runs for real: redis-server
 # (the Redis task store), podman with runc and debootstrap (the container box), chromium
-# (the browser tests; never a downloaded browser) and Node.js (the MCP Inspector CLI, and
-# configurable-http-proxy for the JupyterHub tests).
+# (the browser tests; never a downloaded browser), Node.js (the MCP Inspector CLI, and
+# configurable-http-proxy for the JupyterHub tests), and nginx and socat (relays in front of
+# the box's identity provider).
 # Installed only when missing; needs root (CI runs as root) or passwordless sudo.
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -10,6 +11,8 @@ command -v runc >/dev/null 2>&1 || need+=(runc)
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v npm >/dev/null 2>&1 || need+=(nodejs npm)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need+=(nginx)
+command -v socat >/dev/null 2>&1 || need+=(socat)
 if [ ${#need[@]} -gt 0 ]; then
     sudo_cmd=()
     if [ "$(id -u)" != 0 ]; then sudo_cmd=(sudo -n); fi
