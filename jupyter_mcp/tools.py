@@ -380,7 +380,10 @@ async def cell_delete(
     an unknown or repeated id is an error and deletes nothing. Returns
     {"deleted": [{"id", "index", "cell_type", "source"}, ...], "cell_count"},
     in notebook order, each with the index it had. People see the cells
-    disappear; JupyterLab's undo can bring them back.
+    disappear, and JupyterLab's undo (Ctrl+Z, or Z on a cell) does not bring
+    them back: it undoes only the person's own edits. To restore a cell,
+    insert it again from this answer (cell_insert with its source and type at
+    its index); its outputs are not kept.
     """
     return await nbs.delete(path, agent, cell_id, index, cell_ids)
 

@@ -138,7 +138,7 @@ def test_checks_run_by_hand_against_a_box_url(local_box):
 
 def test_a_sibling_connects_from_its_charly_mcp_servers_entry(local_box):
     """A sibling knows only its CHARLY_MCP_SERVERS entry (name, url, transport) and sends no
-    header: it lists every tool, runs notebook_list and starts a kernel at the URL without /mcp.
+    header: it lists every tool, runs notebook_list and runs code at the URL without /mcp as Open WebUI does.
     On this machine the entry's container name is the local box's address (the local box's
     deployment is this machine's loopback); the container test does it across a network."""
     entry, = charly_mcp_servers("charly-jupyter")
@@ -150,7 +150,7 @@ def test_a_sibling_connects_from_its_charly_mcp_servers_entry(local_box):
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout)
     assert seen["server"] == "jupyter" and sorted(seen["tools"]) == documented_tools()
-    assert not seen["notebook_list_error"] and "notebooks" in seen["notebook_list"] and seen["kernel_started"]
+    assert not seen["notebook_list_error"] and "notebooks" in seen["notebook_list"] and seen["code_ran"] == "42\n"
 
 
 def test_hermes_finds_every_tool_from_its_charly_mcp_servers_entry(local_box, tmp_path):

@@ -125,7 +125,7 @@ def test_the_container_runs_as_a_user_with_the_workspace_volume(container_box):
 def test_a_sibling_container_connects_from_its_charly_mcp_servers_entry(container_box):
     """A sibling container on the deployment's network, given only CHARLY_MCP_SERVERS (the box's
     mcp_provide entry with its container name, as charly renders it) and no header: it lists
-    every tool, runs notebook_list and starts a kernel at the URL without /mcp."""
+    every tool, runs notebook_list and runs code at the URL without /mcp as Open WebUI does."""
     box = container_box
     entry, = charly_mcp_servers(box["name"])
     assert entry["url"] == f"http://{box['name']}:8888/mcp"
@@ -137,7 +137,7 @@ def test_a_sibling_container_connects_from_its_charly_mcp_servers_entry(containe
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["server"] == "jupyter" and sorted(seen["tools"]) == documented_tools()
-    assert not seen["notebook_list_error"] and "notebooks" in seen["notebook_list"] and seen["kernel_started"]
+    assert not seen["notebook_list_error"] and "notebooks" in seen["notebook_list"] and seen["code_ran"] == "42\n"
 
 
 def test_outside_the_deployment_the_token_is_needed(container_box):
