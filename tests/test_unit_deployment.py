@@ -132,3 +132,11 @@ def test_the_box_knows_its_own_addresses_and_the_names_etc_hosts_gives_them():
     assert hosts_names(HOSTS, own - {ipaddress.ip_address("127.0.0.1")}) == {"0f3c2a1b9d8e", "charly-jupyter"}
     assert hosts_names(HOSTS, {ipaddress.ip_address("::1"), ipaddress.ip_address("127.0.0.1")}) == \
         {"localhost", "ip6-localhost"}
+
+
+def test_configured_names_count_only_beyond_the_loopback():
+    """`host_names` adds names siblings on the container network may use; a box whose deployment
+    is the loopback alone is called by loopback names only."""
+    beyond = BoxNames.read(["My-Alias."], beyond_loopback=True)
+    assert "my-alias" in beyond.own and "localhost" in beyond.loopback
+    assert BoxNames.read(["my-alias"], beyond_loopback=False).own == frozenset()
