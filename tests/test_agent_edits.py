@@ -9,14 +9,16 @@ edit reached them" happen every time, not by chance."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import string
 
 import pytest
 from jupyter_ydoc import YNotebook
 from pycrdt import Doc, create_update_message
 
 from jupyter_mcp.client import LEGACY, MODERN, connect
-from jupyter_mcp.testing import UIClient, call, new_notebook, refused
+from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook, refused
 
 
 class Lagging:
@@ -143,6 +145,156 @@ async def test_typing_that_crosses_a_move_is_carried_into_the_moved_cell(live):
         assert [c["id"] for c in read["cells"]] == [ids[1], ids[2], ids[0]]  # one copy: nothing duplicated
         await asyncio.sleep(0.5)
         assert sources(ui) == ["other = 1", "last = 2", "total = 0\ntotal += 1  # Ada\n"]
+
+
+# A person types a letter every 30 ms at the end of a cell, all along, while the agent moves it or
+# rewrites it. Yjs orders two inserts made at one spot at the same time by client id, so each test
+# runs with the tab's id below the server document's and above it. During each of the agent's
+# edits the tab receives nothing (``held_back``, a slow link): the letters typed then cross it.
+
+TAB_SIDES = pytest.mark.parametrize("side", ["tab-id-below-server", "tab-id-above-server"])
+
+
+def tab_id(server_id: int, side: str) -> int:
+    return server_id // 2 if side == "tab-id-below-server" else server_id + (2 ** 53 - server_id) // 2
+
+
+class Typist:
+    """A person typing one letter every 30 ms at the end of a cell (found by its id) in their tab."""
+
+    def __init__(self, ui: UIClient, cell_id: str) -> None:
+        self.ui, self.cell_id = ui, cell_id
+        self.typed: list[str] = []
+        self.stopped = asyncio.Event()
+
+    async def __aenter__(self) -> Typist:
+        self.task = asyncio.ensure_future(self._type())
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.stop()
+
+    async def _type(self) -> None:
+        while not self.stopped.is_set():
+            letter = string.ascii_letters[len(self.typed) % len(string.ascii_letters)]
+            self.ui.type_into(self.ui.cell_ids().index(self.cell_id), letter)
+            self.typed.append(letter)
+            await asyncio.sleep(0.03)
+
+    async def more(self, count: int) -> None:
+        """Until ``count`` more letters are typed."""
+        target = len(self.typed) + count
+        await self.ui.wait_for(lambda: len(self.typed) >= target)
+
+    async def stop(self) -> str:
+        """Stop typing; all that was typed."""
+        self.stopped.set()
+        await self.task
+        return "".join(self.typed)
+
+
+async def tab_source(ui: UIClient, cell_id: str, want: str) -> str:
+    """The cell's source in a tab once it is ``want`` (or what it is after 20 s)."""
+    with contextlib.suppress(AssertionError):
+        await ui.wait_for(lambda: cell_id in ui.cell_ids() and ui.source(ui.cell_ids().index(cell_id)) == want)
+    return ui.source(ui.cell_ids().index(cell_id))
+
+
+async def server_source(mcp, name: str, cell_id: str, want: str) -> str:
+    """The cell's source in the live document once it is ``want`` (or what it is after 20 s)."""
+    deadline = asyncio.get_running_loop().time() + 20
+    while (source := (await call(mcp, "cell_get", path=name, cell_id=cell_id))["source"]) != want:
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    return source
+
+
+async def file_source(path, index: int, want: str) -> str:
+    """The cell's source in the file once autosave wrote ``want`` (or what it holds after 20 s)."""
+    deadline = asyncio.get_running_loop().time() + 20
+    while (source := disk_sources(path)[index]) != want and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.1)
+    return source
+
+
+@TAB_SIDES
+async def test_a_person_typing_all_along_loses_no_keystroke_to_moves(live, side):
+    """Issue 40, finding 7: with 1, 4 and 16 moves, letters typed as a move travelled were lost. Four
+    moves reach the tab late (every time, letters cross them), then sixteen quick ones."""
+    name, ids = new_notebook(live.root, "total = 0\n", "other = 1", "last = 2")
+    async with connect(live.mcp_url, live.token) as mcp, \
+            UIClient(live.url, live.token, name, name="Idle Tab") as idle:  # a second tab: it echoes all
+        server_id = idle.server_client_id()
+        async with UIClient(live.url, live.token, name, doc=Doc(client_id=tab_id(server_id, side))) as ui:
+            async with Typist(ui, ids[0]) as person:
+                await person.more(3)
+                for k in range(4):  # each move crossed by the letters typed before the tab saw it
+                    async with ui.held_back():
+                        await call(mcp, "cell_move", path=name, cell_id=ids[0], to_index=2 if k % 2 == 0 else 0)
+                        await person.more(2)
+                    await person.more(2)
+                assert ui.clients() == {0, server_id, ui.doc.client_id}  # the moves' items are the server's
+                for k in range(16):  # quick moves, the tab's link as it is
+                    await call(mcp, "cell_move", path=name, cell_id=ids[0], to_index=2 if k % 2 == 0 else 0)
+                await person.more(3)
+                want = "total = 0\n" + await person.stop()
+                assert await tab_source(ui, ids[0], want) == want  # each letter once, in the order typed
+                assert await tab_source(idle, ids[0], want) == want
+                await ui.wait_for(lambda: ui.cell_ids() == ids)
+                assert await server_source(mcp, name, ids[0], want) == want
+                assert await file_source(live.root / name, 0, want) == want
+                assert [c["id"] for c in (await call(mcp, "notebook_get", path=name))["cells"]] == ids  # one copy
+
+
+def removed_line(diff: str) -> str:
+    lines = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert len(lines) == 1, diff
+    return lines[0]
+
+
+@TAB_SIDES
+async def test_a_person_typing_all_along_keeps_each_letter_after_the_agents_update(live, side):
+    """Issue 40, finding 8: the letter typed as an update travelled went between "x = " and the agent's
+    digit for a tab whose client id is below the server's. Each round the agent reads the cell and
+    writes it back with x one more; by then the person typed on (the agent's read is stale, so the
+    update replaces those letters: its diff says which), and they type on while it travels."""
+    name, ids = new_notebook(live.root, "x = 0  # note: ", "other = 1")
+    async with connect(live.mcp_url, live.token) as mcp, \
+            UIClient(live.url, live.token, name, name="Idle Tab") as idle:
+        server_id = idle.server_client_id()
+        async with UIClient(live.url, live.token, name, doc=Doc(client_id=tab_id(server_id, side))) as ui, \
+                Typist(ui, ids[0]) as person:
+            replaced_letters: set[int] = set()  # those an update replaced (its diff shows them), by when typed
+
+            def cell_letters() -> list[int]:  # the letters the cell should hold, by when typed
+                return [i for i in range(len(person.typed)) if i not in replaced_letters]
+
+            for n in range(5):
+                await person.more(2)
+                read = (await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"]
+                prefix = f"x = {n}  # note: "
+                assert read.startswith(prefix), read  # the agent's text intact, nothing typed inside it
+                seen = len(read) - len(prefix)
+                assert read[len(prefix):] == "".join(person.typed[i] for i in cell_letters()[:seen])
+                while len((await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"]) == len(read):
+                    await asyncio.sleep(0.01)  # until a letter reached the server after the read
+                async with ui.held_back():
+                    answer = await call(mcp, "cell_update", path=name, cell_id=ids[0],
+                                        source=read.replace(prefix, f"x = {n + 1}  # note: ", 1))
+                    await person.more(2)  # typed before the update reached the tab
+                replaced = removed_line(answer["diff"])[len(read):]  # what reached the server after the read
+                letters = cell_letters()[seen:seen + len(replaced)]
+                assert replaced and replaced == "".join(person.typed[i] for i in letters)
+                replaced_letters.update(letters)
+            assert ui.clients() == {0, server_id, ui.doc.client_id}  # the updates' items are the server's
+            await person.more(2)
+            await person.stop()
+            want = "x = 5  # note: " + "".join(person.typed[i] for i in cell_letters())
+            assert await tab_source(ui, ids[0], want) == want  # each letter once, in the order typed
+            assert await tab_source(idle, ids[0], want) == want
+            assert await server_source(mcp, name, ids[0], want) == want
+            assert await file_source(live.root / name, 0, want) == want
 
 
 async def test_a_persons_move_that_crosses_the_agents_move_wins_and_nothing_is_doubled(live):

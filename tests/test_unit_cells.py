@@ -441,7 +441,8 @@ def test_a_persons_cursor_stays_on_its_side_of_the_replaced_text():
 
     ynb = served("x = 1  # note", "x = 1  # note: ABC")
     digit, tail = ynb.ycells[0]["source"], ynb.ycells[1]["source"]
-    carets = [caret(digit, "x"), caret(digit, "x = 1"), caret(digit, "x = 1  # note"), caret(tail, "x = 1  # note: ABC")]
+    carets = [caret(digit, "x"), caret(digit, "x = 1"), caret(digit, "x = 1  # note"),
+              caret(tail, "x = 1  # note: ABC")]
     cells.update(ynb, 0, "x = 22  # note")  # the digit alone is replaced
     cells.update(ynb, 1, "x = 22  # note: AB")  # stale: C is replaced too, the span runs to the end
     assert [c.get_index() for c in carets] == [len(s) for s in ("x", "x = 22", "x = 22  # note", "x = 22  # note: AB")]

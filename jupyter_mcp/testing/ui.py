@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import quote
 
@@ -19,6 +20,8 @@ from jupyter_ydoc import YNotebook
 from pycrdt import Assoc, Awareness, Doc, Provider, StickyIndex, create_awareness_message, read_message
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
+
+from ..moves import state_vector
 
 
 class TornadoChannel:
@@ -28,6 +31,8 @@ class TornadoChannel:
         self._ws = ws
         self._path = path
         self.on_message: Callable[[bytes], None] | None = None
+        self.delivering = asyncio.Event()  # cleared: what the server sends waits (UIClient.held_back)
+        self.delivering.set()
 
     @property
     def path(self) -> str:
@@ -42,6 +47,7 @@ class TornadoChannel:
             if message is None:
                 raise StopAsyncIteration
             data = message if isinstance(message, bytes) else message.encode()
+            await self.delivering.wait()
             if self.on_message:
                 self.on_message(data)
             if data and data[0] == 0:  # only sync messages go to the provider
@@ -112,6 +118,31 @@ class UIClient:
                 self.awareness.apply_awareness_update(read_message(data[1:]), "remote")
             except Exception:
                 pass
+
+    def clients(self) -> set[int]:
+        """The Yjs client ids whose items this tab's document holds (its state vector's)."""
+        return set(state_vector(self.doc.get_state()))
+
+    def server_client_id(self) -> int:
+        """The client id of the server's document of this room, as this tab received it: the one
+        client besides itself and client 0 (jupyter-collaboration loads a file as client 0, so
+        that every room rebuilt from it agrees). The server's document writes an item of its own
+        when the room opens."""
+        others = self.clients() - {0, self.doc.client_id}
+        if len(others) != 1:
+            raise AssertionError(f"expected the server's client alone besides the file's, got {others}")
+        return others.pop()
+
+    @asynccontextmanager
+    async def held_back(self) -> AsyncIterator[None]:
+        """What the server sends reaches this tab only after the block, in order, as over a slow
+        link: what the person types meanwhile crosses the server's edits, every time. What the
+        tab sends goes at once."""
+        self.channel.delivering.clear()
+        try:
+            yield
+        finally:
+            self.channel.delivering.set()
 
     def others(self) -> list[dict[str, Any]]:
         """The users this client sees in the room besides itself (what the toolbar shows)."""
