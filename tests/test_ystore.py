@@ -9,16 +9,18 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
+from jupyter_ydoc import YNotebook
 from pycrdt import Doc, Text
 from pycrdt.store import YDocNotFound
 from jupyter_server_ydoc.stores import SQLiteYStore
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook
-from jupyter_mcp.ystore import BatchedYStore
+from jupyter_mcp.ystore import MAX_MERGED_BYTES, MAX_MERGED_UPDATES, BatchedYStore, pieces
 
 
 EXTENSIONS = {"jupyter_mcp": True, "jupyter_server_ydoc": True, "jupyter_server_fileid": True}
@@ -75,6 +77,14 @@ async def test_updates_are_written_as_one_and_read_back_whole(tmp_path):
         again = Doc()
         await store.apply_updates(again)
         assert str(again.get("t", type=Text)) == str(text)
+
+
+def test_a_batch_is_merged_in_pieces_of_bounded_size():
+    one_char = [b"u"] * (2 * MAX_MERGED_UPDATES + 1)
+    assert [len(p) for p in pieces(one_char)] == [MAX_MERGED_UPDATES, MAX_MERGED_UPDATES, 1]
+    big, small = b"b" * (MAX_MERGED_BYTES + 1), b"s" * 10
+    assert pieces([small, big, small, small]) == [[small], [big], [small, small]]  # a big one alone, in its place
+    assert pieces([]) == []
 
 
 async def test_a_reopened_room_reads_what_its_closed_store_still_held(tmp_path):
@@ -148,3 +158,37 @@ async def test_a_server_stopped_right_after_edits_comes_back_with_the_open_tab_m
     server = live_factory(args=["--YDocExtension.document_save_delay=3600"])  # only the stop saves
     name, expected, ui = await _edit_and_stop(server, _stopped_at_once)
     await _comes_back_whole(server, name, expected, ui)
+
+
+async def test_a_long_burst_of_typing_is_stored_in_pieces_the_loop_can_afford(live_factory):
+    """A person types 12,000 characters, one update each, all waiting in the store (its flush delay
+    at a minute) until the sweeper saves the room they left. pycrdt's merge of them grows faster than
+    linearly and holds the event loop (and the GIL) while it runs: merged at once, a status request
+    waited 1.1 s here. They are written in pieces of at most MAX_MERGED_UPDATES, one row each (the
+    loop runs between two), and the store then holds everything the file holds, which is what a
+    room reopening reads. The pieces are what is asserted, not a time: a status request waited
+    30-45 ms, once 265 ms on a loaded machine, which a threshold would have called a failure."""
+    server = live_factory(args=["--BatchedYStore.flush_delay=60", "--YDocExtension.document_save_delay=600",
+                                "--JupyterMCPApp.room_idle_timeout=1", "--JupyterMCPApp.room_sweep_interval=0.5"])
+    name, ids = new_notebook(server.root, "")
+    typed = 12_000
+    async with UIClient(server.url, server.token, name) as ui:  # the tab makes the room, with its store
+        for _ in range(typed):
+            ui.type_into(0, "x")
+        async with connect(server.mcp_url, server.token) as mcp:
+            for _ in range(600):  # every keystroke reached the server's room
+                if len((await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"]) == typed:
+                    break
+                await asyncio.sleep(0.1)
+    for _ in range(600):  # the tab left: the sweeper flushes the store, saves and closes the room
+        if disk_sources(server.root / name) == ["x" * typed]:
+            break
+        await asyncio.sleep(0.1)
+    assert disk_sources(server.root / name) == ["x" * typed]
+    with sqlite3.connect(server.base / ".jupyter_ystore.db") as db:
+        rows = [row for (row,) in db.execute("SELECT yupdate FROM yupdates")]
+    assert len(rows) > typed // MAX_MERGED_UPDATES  # the keystrokes in pieces, and the room's first load
+    stored = Doc()
+    for row in rows:
+        stored.apply_update(row)
+    assert str(YNotebook(stored).ycells[0]["source"]) == "x" * typed
