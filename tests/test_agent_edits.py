@@ -230,9 +230,16 @@ async def test_a_person_typing_all_along_loses_no_keystroke_to_moves(live, side)
             async with Typist(ui, ids[0]) as person:
                 await person.more(3)
                 for k in range(4):  # each move crossed by the letters typed before the tab saw it
+                    to = 2 if k % 2 == 0 else 0
                     async with ui.held_back():
-                        await call(mcp, "cell_move", path=name, cell_id=ids[0], to_index=2 if k % 2 == 0 else 0)
-                        await person.more(2)
+                        await call(mcp, "cell_move", path=name, cell_id=ids[0], to_index=to)
+                        await person.more(2)  # into the copy the move deletes: carried into the moved cell
+                        carried = "total = 0\n" + "".join(person.typed)
+                        with contextlib.suppress(AssertionError):
+                            await idle.wait_for(lambda: idle.source(to).startswith(carried))
+                        assert idle.source(to).startswith(carried), (idle.source(to), carried)
+                        await ui.deliver_until(lambda: ui.cell_ids().index(ids[0]) == to)  # the move alone
+                        await person.more(2)  # into the moved cell, before the carried letters reach the tab
                     await person.more(2)
                 assert ui.clients() == {0, server_id, ui.doc.client_id}  # the moves' items are the server's
                 for k in range(16):  # quick moves, the tab's link as it is

@@ -4,18 +4,24 @@ through the real MCP client. Screenshots go to test-artifacts/ (kept out of git)
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import shutil
+import string
 import time
 import uuid
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
+from jupyter_ydoc import YNotebook
 from mcp_types import Implementation
+from pycrdt import Doc, YMessageType, YSyncMessageType, read_message
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import call, new_notebook
+from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -30,7 +36,7 @@ pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
-    """A real jupyter lab with news and update prompts switched off."""
+    """A real jupyter lab with news and update prompts switched off, its app reachable from the page."""
     from jupyter_mcp.testing import LiveServer
 
     base = tmp_path_factory.mktemp("lab")
@@ -39,7 +45,8 @@ def lab(tmp_path_factory):
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
                                                                           "checkForUpdates": False}))
     server = LiveServer(base, env={"JUPYTERLAB_SETTINGS_DIR": str(base / "lab-settings"),
-                                   "JUPYTERLAB_WORKSPACES_DIR": str(base / "lab-workspaces")})
+                                   "JUPYTERLAB_WORKSPACES_DIR": str(base / "lab-workspaces")},
+                        args=["--LabApp.expose_app_in_browser=True"])  # window.jupyterapp: the tab's Yjs document
     server.start()
     yield server
     server.stop()
@@ -248,3 +255,236 @@ async def test_the_agent_is_told_the_cell_the_person_is_on(lab, tmp_path):
             await editors.nth(0).click(position={"x": 2, "y": 5})  # before the first character
             await person_is_on(ids[0])
             await shot(page, "7-person-on-a-cell")
+
+
+# --- a person typing while the agent moves or rewrites their cell ------------------------------
+#
+# Yjs orders two inserts made at one spot at the same time by client id, the lower first. The
+# browser draws a tab's id on 32 bits and pycrdt the server document's on 53, so a tab is below
+# the server all but always: each test runs so, and with the tab set above it (as Yjs itself sets
+# a new id on a tab whose id it finds taken). The room's websocket runs through the test (a slow
+# link it can hold), so the person's letters cross the agent's edit every time.
+
+TAB_SIDES = pytest.mark.parametrize("side", ["tab-id-below-server", "tab-id-above-server"])
+YDOC = "window.jupyterapp.shell.currentWidget.context.model.sharedModel"
+LETTERS = string.ascii_letters
+
+
+class RoomLink:
+    """The page's websocket to its notebook's room, routed through the test: what the server sends
+    can be held back and let through message by message; ``doc`` holds all that either side sent
+    through it, so it is the page's document as far as the page has been given it."""
+
+    def __init__(self) -> None:
+        self.held: list[bytes] | None = None  # None: nothing is held
+        self.doc = YNotebook(Doc())
+        self.page_side = None
+
+    @classmethod
+    async def of(cls, page) -> RoomLink:
+        link = cls()
+        await page.route_web_socket(lambda url: "/api/collaboration/room/json:notebook:" in url, link._route)
+        return link
+
+    def _route(self, page_side) -> None:
+        server_side = page_side.connect_to_server()
+        self.page_side = page_side
+        page_side.on_message(lambda message: (self._copy(message), server_side.send(message)))
+        server_side.on_message(self._from_server)
+
+    def _copy(self, message: str | bytes) -> None:
+        if isinstance(message, bytes) and len(message) > 2 and message[0] == YMessageType.SYNC \
+                and message[1] in (YSyncMessageType.SYNC_STEP2, YSyncMessageType.SYNC_UPDATE):
+            self.doc.ydoc.apply_update(read_message(message[2:]))
+
+    def _from_server(self, message: str | bytes) -> None:
+        if self.held is None:
+            self._deliver(message)
+        else:
+            self.held.append(message)
+
+    def _deliver(self, message: str | bytes) -> None:
+        self._copy(message)
+        self.page_side.send(message)
+
+    @contextmanager
+    def held_back(self) -> Iterator[None]:
+        """What the server sends reaches the page after the block (in order): a slow link."""
+        self.held = []
+        try:
+            yield
+        finally:
+            held, self.held = self.held, None
+            for message in held:
+                self._deliver(message)
+
+    def deliver_until(self, given: Callable[[YNotebook], bool]) -> None:
+        """Let held messages through, one by one, until the page has been ``given`` what it needs."""
+        while self.held and not given(self.doc):
+            self._deliver(self.held.pop(0))
+        assert given(self.doc), "the server never sent it"
+
+
+async def put_tab_on(page, side: str, server_id: int) -> int:
+    """The page's Yjs client id, on ``side`` of the server document's (set when it must be above)."""
+    tab_id = await page.evaluate(f"() => {YDOC}.ydoc.clientID")
+    if side == "tab-id-below-server":
+        assert tab_id < server_id
+        return tab_id
+    tab_id = server_id + (2 ** 53 - server_id) // 2  # below 2^53: a Yjs client id is a safe integer
+    await page.evaluate(f"id => {{ {YDOC}.ydoc.clientID = id }}", tab_id)
+    return tab_id
+
+
+async def page_cells(page) -> list[list[str]]:
+    """The page's cells as its document holds them: [id, source] each."""
+    return await page.evaluate(f"() => {YDOC}.cells.map(c => [c.getId(), c.getSource()])")
+
+
+async def page_shows(page, cell_id: str, source: str) -> str:
+    """The cell's source in the page once it is ``source`` (or what it is after 30 s)."""
+    want = f"c => c[0] === {json.dumps(cell_id)} && c[1] === {json.dumps(source)}"
+    try:
+        await page.wait_for_function(f"() => {YDOC}.cells.map(c => [c.getId(), c.getSource()]).some({want})",
+                                     timeout=30_000)
+    except Exception:
+        pass
+    return next(text for cid, text in await page_cells(page) if cid == cell_id)
+
+
+async def type_at_end(page, index: int, text: str) -> None:
+    """The person clicks into the cell at ``index``, goes to its end, and types ``text``."""
+    await page.locator(f"{PANEL} .jp-Cell .cm-content").nth(index).click()
+    await page.keyboard.press("Control+End")
+    await page.keyboard.type(text, delay=30)
+
+
+async def live_source(mcp, name: str, cell_id: str, want: str) -> str:
+    """The cell's source in the live document once it is ``want`` (or what it is after 30 s)."""
+    deadline = time.monotonic() + 30
+    while (source := (await call(mcp, "cell_get", path=name, cell_id=cell_id))["source"]) != want:
+        if time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
+    return source
+
+
+async def file_source(path: Path, index: int, want: str) -> str:
+    """The cell's source in the file once autosave wrote ``want`` (or what it holds after 30 s)."""
+    deadline = time.monotonic() + 30
+    while (source := disk_sources(path)[index]) != want and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    return source
+
+
+@TAB_SIDES
+async def test_keystrokes_that_cross_the_agents_moves_are_all_kept_in_order(lab, tmp_path, side):
+    """Issue 40, finding 7. Each move: the person types on while it travels (their letters land in
+    the copy the move deletes, and are carried into the moved cell); once the move reaches the page
+    (JupyterLab then focuses another cell) they click back into theirs and type on before the
+    carried letters reach the page: the two meet at one spot, and must keep the order typed."""
+    name, ids = notebook(lab, "total = 0", "other = 1", "last = 2")
+    letters = iter(LETTERS)
+    async with browser(tmp_path) as page, UIClient(lab.url, lab.token, name, name="Idle Tab") as idle:
+        server_id = idle.server_client_id()
+        link = await RoomLink.of(page)
+        await open_notebook(page, lab, name)
+        tab_id = await put_tab_on(page, side, server_id)
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            typed = "".join(next(letters) for _ in range(3))
+            await type_at_end(page, 0, typed)
+            at = 0
+            for _ in range(4):
+                to = 2 - at
+                with link.held_back():
+                    await call(mcp, "cell_move", path=name, cell_id=ids[0], to_index=to)
+                    crossing = "".join(next(letters) for _ in range(3))
+                    await page.keyboard.type(crossing, delay=30)  # the page has not seen the move
+                    carried = f"total = 0{typed}{crossing}"
+                    with contextlib.suppress(AssertionError):
+                        await idle.wait_for(lambda: idle.source(to) == carried)
+                    assert idle.source(to) == carried  # the letters typed as the move travelled, carried over
+                    link.deliver_until(lambda nb: nb.ycells[to]["id"] == ids[0])  # the move, not the carried letters
+                    await page.wait_for_function(f"i => {YDOC}.cells[i].getId() === {json.dumps(ids[0])}", arg=to)
+                    after = "".join(next(letters) for _ in range(3))
+                    await type_at_end(page, to, after)
+                typed, at = typed + crossing + after, to
+            want = f"total = 0{typed}"
+            assert await page_shows(page, ids[0], want) == want  # each letter once, in the order typed
+            assert at == 0 and [cid for cid, _ in await page_cells(page)] == ids == idle.cell_ids()  # one copy
+            assert idle.source(0) == want
+            assert await live_source(mcp, name, ids[0], want) == want
+            assert await file_source(lab.root / name, 0, want) == want
+            assert tab_id in idle.clients()  # the person's letters are the tab's, with the id chosen
+        await shot(page, f"8-typing-across-moves-{side}")
+
+
+@TAB_SIDES
+async def test_letters_typed_while_the_agents_update_travels_stay_after_its_text(lab, tmp_path, side):
+    """Issue 40, finding 8. The person types all along at the end of the cell; five times the agent
+    reads it and writes it back with x one more. By then the person typed on (the agent's read is
+    stale: the update replaces those letters, and its diff names them), and they type on while the
+    update travels: those letters must stay after the agent's text, not go between "x = " and x."""
+    name, ids = notebook(lab, "x = 0  # note: ", "other = 1")
+    async with browser(tmp_path) as page, UIClient(lab.url, lab.token, name, name="Idle Tab") as idle:
+        server_id = idle.server_client_id()
+        link = await RoomLink.of(page)
+        await open_notebook(page, lab, name)
+        tab_id = await put_tab_on(page, side, server_id)
+        await page.locator(f"{PANEL} .jp-Cell .cm-content").first.click()
+        await page.keyboard.press("Control+End")
+        typed: list[str] = []
+        stop = asyncio.Event()
+
+        async def person() -> None:
+            while not stop.is_set():
+                chunk = "".join(LETTERS[(len(typed) + i) % len(LETTERS)] for i in range(4))
+                await page.keyboard.type(chunk, delay=30)
+                typed.extend(chunk)
+
+        async def person_typed_on(count: int) -> None:  # as the page shows the cell
+            length = len((await page_cells(page))[0][1])
+            await page.wait_for_function(f"n => {YDOC}.cells[0].getSource().length >= n", arg=length + count)
+
+        replaced_letters: set[int] = set()  # those an update replaced (its diff shows them), by when typed
+
+        def kept(count: int) -> list[int]:  # the first ``count`` letters the cell should hold, by when typed
+            return list(itertools.islice((i for i in itertools.count() if i not in replaced_letters), count))
+
+        def letters(indexes: list[int]) -> str:
+            return "".join(LETTERS[i % len(LETTERS)] for i in indexes)
+        typing = asyncio.ensure_future(person())
+        try:
+            async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+                for n in range(5):
+                    prefix = f"x = {n}  # note: "
+                    await person_typed_on(2)
+                    read = (await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"]
+                    assert read.startswith(prefix), read  # the agent's text intact, nothing typed inside it
+                    seen = len(read) - len(prefix)
+                    assert read[len(prefix):] == letters(kept(seen))
+                    while len((await call(mcp, "cell_get", path=name, cell_id=ids[0]))["source"]) == len(read):
+                        await asyncio.sleep(0.01)  # until a letter reached the server after the read
+                    with link.held_back():
+                        answer = await call(mcp, "cell_update", path=name, cell_id=ids[0],
+                                            source=read.replace(prefix, f"x = {n + 1}  # note: ", 1))
+                        await person_typed_on(2)  # typed before the update reached the page
+                    lines = [line[1:] for line in answer["diff"].splitlines()
+                             if line.startswith("-") and not line.startswith("---")]
+                    assert len(lines) == 1, answer["diff"]
+                    replaced = lines[0][len(read):]  # what reached the server after the agent's read
+                    gone = kept(seen + len(replaced))[seen:]
+                    assert replaced and replaced == letters(gone)
+                    replaced_letters.update(gone)
+                stop.set()
+                await typing
+                want = "x = 5  # note: " + letters(kept(len(typed) - len(replaced_letters)))
+                assert await page_shows(page, ids[0], want) == want  # each letter once, in the order typed
+                await idle.wait_for(lambda: idle.source(0) == want)
+                assert await live_source(mcp, name, ids[0], want) == want
+                assert await file_source(lab.root / name, 0, want) == want
+                assert tab_id in idle.clients()
+        finally:
+            stop.set()
+            await typing
+        await shot(page, f"9-typing-across-updates-{side}")

@@ -31,8 +31,9 @@ class TornadoChannel:
         self._ws = ws
         self._path = path
         self.on_message: Callable[[bytes], None] | None = None
-        self.delivering = asyncio.Event()  # cleared: what the server sends waits (UIClient.held_back)
-        self.delivering.set()
+        self.holding = False  # what the server sends waits (UIClient.held_back) ...
+        self.until: Callable[[], bool] | None = None  # ... unless let through until this holds
+        self.changed = asyncio.Event()
 
     @property
     def path(self) -> str:
@@ -47,7 +48,9 @@ class TornadoChannel:
             if message is None:
                 raise StopAsyncIteration
             data = message if isinstance(message, bytes) else message.encode()
-            await self.delivering.wait()
+            while self.holding and (self.until is None or self.until()):
+                self.changed.clear()
+                await self.changed.wait()
             if self.on_message:
                 self.on_message(data)
             if data and data[0] == 0:  # only sync messages go to the provider
@@ -138,11 +141,22 @@ class UIClient:
         """What the server sends reaches this tab only after the block, in order, as over a slow
         link: what the person types meanwhile crosses the server's edits, every time. What the
         tab sends goes at once."""
-        self.channel.delivering.clear()
+        self.channel.holding = True
         try:
             yield
         finally:
-            self.channel.delivering.set()
+            self.channel.holding = False
+            self.channel.changed.set()
+
+    async def deliver_until(self, given: Callable[[], bool], timeout: float = 20) -> None:
+        """Within ``held_back``: let what the server sent through, message by message, until this
+        tab has been ``given`` what it needs (and nothing after it)."""
+        self.channel.until = given
+        self.channel.changed.set()
+        try:
+            await self.wait_for(given, timeout)
+        finally:
+            self.channel.until = None
 
     def others(self) -> list[dict[str, Any]]:
         """The users this client sees in the room besides itself (what the toolbar shows)."""
