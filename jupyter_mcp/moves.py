@@ -7,18 +7,17 @@ when it arrives, in the deleted copy, and Yjs drops it; a person who moved or de
 same cell meanwhile leaves two copies, or one they deleted.
 
 So for ``CARRY_SEC`` after a move, while other clients are in the room, every update a
-client sends the room is also applied (as it arrives, before the room applies it: once
-applied, Yjs has already dropped what went into the deleted copy) to a shadow of the
-document as it was just before the move. There an edit made before the move reached its
-author lands in the cell it was meant for, and is carried over: text typed into the cell
-is merged into the moved copy (with what was typed there since), and a person's move of
-the same cell keeps their copy only. Updates made after the move name the copy, which the
-shadow does not have; Yjs keeps them pending there, so they change nothing in it.
+client sends the room is also taken as it arrives (the room's ``on_message``) and applied
+to a shadow of the document as it was just before the move. There an edit made before the
+move reached its author lands in the cell it was meant for, and is carried over: text
+typed into the cell is merged into the moved copy (with what was typed there since), and a
+person's move of the same cell keeps their copy only. Updates made after the move name the
+copy, which the shadow does not have; Yjs keeps them pending there, so they change nothing.
 
 What reaches the shadow of an update is the part it lacks, less everything we (the server's
-client) wrote from the move on: the move itself, the carried text and their echoes. That part is
-found with ``get_update`` against the shadow's state vector, never from an update's own state
-vector: Yjs counts a client there only from clock 0, so it is empty for a person's every
+client) wrote from the move on: the move itself, the carried text and their echoes. That part
+is found with ``get_update`` against the shadow's state vector, never from an update's own
+state vector: Yjs counts a client there only from clock 0, so it is empty for a person's every
 keystroke but their first (every keystroke that crossed a move was dropped for that reason).
 
 Carried text goes in ahead of what the person types into the copy once the move reached them
