@@ -130,7 +130,7 @@ class UIClient:
         """The client id of the server's document of this room, as this tab received it: the one
         client besides itself and client 0 (jupyter-collaboration loads a file as client 0, so
         that every room rebuilt from it agrees). The server's document writes an item of its own
-        when the room opens."""
+        when the room opens; ask before any other client wrote (a JupyterLab tab does on load)."""
         others = self.clients() - {0, self.doc.client_id}
         if len(others) != 1:
             raise AssertionError(f"expected the server's client alone besides the file's, got {others}")
