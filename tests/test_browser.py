@@ -488,3 +488,32 @@ async def test_letters_typed_while_the_agents_update_travels_stay_after_its_text
             stop.set()
             await typing
         await shot(page, f"9-typing-across-updates-{side}")
+
+
+async def test_the_persons_undo_does_not_bring_back_what_the_agent_deleted(lab, tmp_path):
+    """What cell_delete's description says: JupyterLab's undo (Ctrl+Z in a cell, Z on the
+    notebook) undoes the person's own edits, and never brings back cells the agent deleted or
+    undoes the agent's update (it tracks only the tab's own changes)."""
+    async with browser(tmp_path) as page:
+        name, ids = notebook(lab, "a = 1", "b = 2", "c = 3")
+        await open_notebook(page, lab, name)
+        await type_at_end(page, 0, "  # mine")
+        await page_shows(page, ids[0], "a = 1  # mine")
+        async with connect(lab.mcp_url, lab.token, client_info=Implementation(name=AGENT, version="1")) as mcp:
+            assert await live_source(mcp, name, ids[0], "a = 1  # mine") == "a = 1  # mine"
+            await call(mcp, "cell_delete", path=name, cell_id=ids[1])
+            await call(mcp, "cell_update", path=name, cell_id=ids[2], source="c = 'the agent'")
+            await page.wait_for_function(f"() => {YDOC}.cells.length === 2", timeout=30_000)
+            await page_shows(page, ids[2], "c = 'the agent'")
+            await page.locator(f"{PANEL} .jp-Cell .cm-content").first.click()
+            for _ in range(12):
+                await page.keyboard.press("Control+z")
+            await page.keyboard.press("Escape")  # command mode: Z undoes cell actions
+            for _ in range(6):
+                await page.keyboard.press("z")
+            assert await page_shows(page, ids[0], "a = 1") == "a = 1"  # the person's own typing is undone
+            assert await live_source(mcp, name, ids[0], "a = 1") == "a = 1"
+            listed = await call(mcp, "notebook_get", path=name)
+            assert [(c["id"], c["source"]) for c in listed["cells"]] == [(ids[0], "a = 1"), (ids[2], "c = 'the agent'")]
+            assert [cid for cid, _ in await page_cells(page)] == [ids[0], ids[2]]
+        await shot(page, "6-undo-leaves-the-agents-changes")
