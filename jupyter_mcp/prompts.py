@@ -23,12 +23,13 @@ _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 
 def cited(spec: str, ids: list[str]) -> list[int]:
     """The indexes ``spec`` names, in its order, each once: "0-2,5" (indexes and ranges, both ends
-    included) or cell ids ("a1b2c3,d4e5f6"), mixed as needed; refused clearly otherwise."""
+    included) or cell ids ("a1b2c3,d4e5f6"), mixed as needed; refused clearly otherwise. A cell's
+    id wins over an index of the same digits (nbformat's random ids are all digits one time in 40)."""
     chosen: list[int] = []
     for item in (part.strip() for part in spec.split(",")):
         if not item:
             continue
-        span = _RANGE.fullmatch(item)
+        span = None if item in ids else _RANGE.fullmatch(item)  # an id of digits alone is an id
         if span:
             first, last = int(span.group(1)), int(span.group(2) or span.group(1))
             if last < first or last >= len(ids):

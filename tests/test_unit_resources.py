@@ -60,6 +60,8 @@ def test_cells_are_cited_by_index_range_or_id_in_order_each_once():
         with pytest.raises(NotebookError) as refused:
             cited(bad, ids)
         assert says in str(refused.value)
+    digits = ["b2", "49428278", "c3"]  # nbformat's random ids are all digits one time in 40
+    assert cited("49428278", digits) == [1] and cited("1", digits) == [1] and cited("0-1", digits) == [0, 1]
     with pytest.raises(NotebookError) as refused:
         cited("0-59", [str(i) for i in range(60)])
     assert "60 cells named; a citation holds 50 at most" in str(refused.value)
