@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import free_port, netns
+from jupyter_mcp.testing import free_port
 from jupyter_mcp.testing.box import SIBLING, charly_mcp_servers, documented_tools, probe
 from jupyter_mcp.testing.hermes import hermes_config, hermes_tool
 
@@ -167,15 +167,6 @@ def test_hermes_finds_every_tool_from_its_charly_mcp_servers_entry(local_box, tm
     out = re.sub(r"\x1b\[[0-9;]*m", "", done.stdout + done.stderr)
     assert "Auth: none" in out and f"Tools discovered: {len(documented_tools())}" in out, out
     assert all(re.search(rf"^\s+{tool}\s", out, re.M) for tool in documented_tools()), out
-
-
-@pytest.fixture(scope="module")
-def outside():
-    problem = netns.problem()
-    if problem:
-        pytest.skip(problem)
-    with netns.outside_namespace() as namespace:
-        yield namespace
 
 
 def on_this_machine(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -26,11 +26,11 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from tornado.websocket import websocket_connect
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import LiveServer, call, free_port, netns
+from jupyter_mcp.testing import LiveServer, call, free_port
 from jupyter_mcp.testing.box import probe
+from jupyter_mcp.testing.sibling import run_code
 
 # As the box runs it: Jupyter's own Host check is off (the box listens on 0.0.0.0, where Jupyter
 # allows remote access), so every refusal here is the provider's.
@@ -75,41 +75,11 @@ def terminals(server: LiveServer) -> list:
 
 # -- what the deployment gets --------------------------------------------------------------------
 
-async def run_code_as_open_webui(base: str, code: str) -> str:
-    """What Open WebUI's code execution does, with no token: start a kernel, send one
-    execute_request on its channels, read stdout until idle, shut the kernel down."""
-    async with httpx.AsyncClient(base_url=base, timeout=60) as http:
-        started = await http.post("api/kernels")
-        assert started.status_code == 201, started.text
-        kernel = started.json()["id"]
-        ws = await websocket_connect(base.replace("http", "ws", 1) + f"api/kernels/{kernel}/channels")
-        msg_id = uuid.uuid4().hex
-        ws.write_message(json.dumps({
-            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": "user",
-                       "session": uuid.uuid4().hex, "date": "", "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "channel": "shell",
-            "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
-                        "allow_stdin": False, "stop_on_error": True}}))
-        stdout = ""
-        while True:
-            message = json.loads(await asyncio.wait_for(ws.read_message(), 60))
-            if message.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            if message["msg_type"] == "stream":
-                stdout += message["content"]["text"]
-            elif message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
-                break
-        ws.close()
-        stopped = await http.delete(f"api/kernels/{kernel}")
-        assert stopped.status_code == 204, stopped.text
-    return stdout
-
-
 async def test_the_deployment_uses_mcp_and_runs_code_as_open_webui_does_with_no_token(box):
     async with connect(box.mcp_url) as client:  # no token
         assert "cell_execute" in [t.name for t in (await client.list_tools()).tools]
         assert "notebooks" in await call(client, "notebook_list")
-    assert (await run_code_as_open_webui(box.url, "print(6 * 7)")).strip() == "42"
+    assert await run_code(box.url.rstrip("/"), "print(6 * 7)") == "42\n"  # as Open WebUI does, no token
     kernels = httpx.get(box.url + "api/kernels", headers=box.headers).json()
     assert kernels == []  # shut down, as Open WebUI does after each run
     assert "let in without a token, as deployment@127.0.0.1" in box.log()
@@ -328,15 +298,6 @@ setInterval(steal, 300);
 
 
 # -- relays ----------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def outside():
-    problem = netns.problem()
-    if problem:
-        pytest.skip(problem)
-    with netns.outside_namespace() as namespace:
-        yield namespace
-
 
 NGINX = """worker_processes 1; daemon off; user root; pid {dir}/nginx.pid; error_log {dir}/error.log;
 events {{}}

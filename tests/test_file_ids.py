@@ -17,20 +17,9 @@ from jupyter_server_fileid.manager import ArbitraryFileIdManager
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.fileids import prune_stale
-from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, new_notebook
+from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, eventually, new_notebook
 
 NO_AUTOSAVE = ["--YDocExtension.document_save_delay=3600"]
-
-
-async def eventually(check, timeout: float = 20, what: str = "the condition"):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout}s")
-        await asyncio.sleep(0.1)
 
 
 def rows(db: Path) -> dict[str, str]:
@@ -112,8 +101,7 @@ def shared_dirs(tmp_path):
 
 async def room_of(client, path: str) -> dict:
     listing = await call(client, "room_list")
-    found = [room for room in listing["rooms"] if room["file_id"] and room["room_id"].endswith(room["file_id"])
-             and room["path"] == path]
+    found = [room for room in listing["rooms"] if room["path"] == path]
     assert len(found) == 1, listing
     return found[0]
 

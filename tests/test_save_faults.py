@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, new_notebook, refused
+from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, eventually, new_notebook, refused
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real permission and disk faults need root")
 
@@ -37,18 +37,6 @@ SWEEPY = {"MCP_ROOM_IDLE_TIMEOUT_SEC": "1.5", "MCP_ROOM_SWEEP_INTERVAL_SEC": "0.
 
 def rooms_for(listing: dict, path: str) -> list[dict]:
     return [r for r in listing["rooms"] if r["path"] == path]
-
-
-async def eventually(check, timeout: float = 20, what: str = "the condition"):
-    """Poll ``check`` (async, returns a truthy value when done) until it holds; return its value."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout}s")
-        await asyncio.sleep(0.1)
 
 
 async def room_of(mcp, name: str) -> dict | None:

@@ -3,10 +3,10 @@ builds on it): a real `jupyter lab` process, a real Redis, a stand-in for a Jupy
 that joins a notebook's room as the UI does, notebooks on disk, tool calls that fail loudly.
 The pytest fixtures are in ``jupyter_mcp.testing.plugin``."""
 
-from .live import LiveServer, StatusPoller, free_port
+from .live import LiveServer, StatusPoller, eventually, free_port
 from .notebooks import ToolFailed, big_notebook, call, disk_sources, failed_run, new_notebook, refused, write_notebook
 from .redis import RedisServer
 from .ui import UIClient, ui_execute, ui_session
 
-__all__ = ["LiveServer", "RedisServer", "StatusPoller", "ToolFailed", "UIClient", "big_notebook", "call", "disk_sources", "failed_run", "free_port", "new_notebook", "refused",
+__all__ = ["LiveServer", "RedisServer", "StatusPoller", "ToolFailed", "UIClient", "big_notebook", "call", "disk_sources", "eventually", "failed_run", "free_port", "new_notebook", "refused",
            "ui_execute", "ui_session", "write_notebook"]

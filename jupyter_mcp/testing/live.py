@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import secrets
 import shutil
@@ -47,6 +48,18 @@ def wait_until(proc: subprocess.Popen, ready: Callable[[], Any], *, timeout: flo
             return
         time.sleep(0.2)
     raise RuntimeError(f"{what} in {timeout}s:\n{log()}")
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 20, what: str = "the condition") -> Any:
+    """Poll ``check`` (async, returns a truthy value when done) until it holds; return its value."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout}s")
+        await asyncio.sleep(0.1)
 
 
 def answers(url: str, headers: dict[str, str] | None = None) -> bool:

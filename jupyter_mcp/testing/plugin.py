@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from . import netns
 from .live import LiveServer
 from .redis import RedisServer
 
@@ -76,3 +77,14 @@ def redis_server(tmp_path_factory):
 def mode(request):
     """Both protocol eras: the initialize handshake (2025-11-25) and 2026-07-28."""
     return request.param
+
+
+@pytest.fixture(scope="module")
+def outside():
+    """Another network namespace (another machine, as a server here sees it); skipped where one
+    cannot be made."""
+    problem = netns.problem()
+    if problem:
+        pytest.skip(problem)
+    with netns.outside_namespace() as namespace:
+        yield namespace
