@@ -259,11 +259,15 @@ class JupyterMCPApp(ExtensionApp):
         Set on jupyter-collaboration's app itself: Jupyter reads only the extension switches
         from a package's jupyter_server_config.d file, so no config file of ours could. It
         loads after this extension (extensions load in name order) and makes its first room
-        later still, so every room gets the store."""
+        later still, so every room gets the store. The store is told the autosave delay and the
+        configuration (jupyter-collaboration makes the stores of the rooms MCP opens without it),
+        and every save of a room's file writes the room's store first (``flush_before_saves``)."""
         for app in self.serverapp.extension_manager.extension_apps.get("jupyter_server_ydoc", ()):
             if "ystore_class" not in app.config.get("YDocExtension", {}):
                 app.ystore_class = ystore.BatchedYStore
             ystore.BatchedYStore.autosave_delay = app.document_save_delay
+            ystore.BatchedYStore.server_config = app.config
+        ystore.flush_before_saves()
 
     def _stop_on_sigint(self) -> None:
         """Make SIGINT stop the server as SIGTERM does, when Jupyter left it unhandled.

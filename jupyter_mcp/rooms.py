@@ -37,7 +37,7 @@ from jupyter_ydoc import YNotebook
 from jupyter_ydoc.utils import cast_all
 from pycrdt import Doc, Map
 
-from . import cells, ystore
+from . import cells
 from .errors import NotebookError, logs_its_error
 from .fileids import Reattaching, lost_path
 from .paths import canonical_path, hidden_part, read_real_file, real_file, to_os_path
@@ -355,7 +355,6 @@ class Rooms:
         assert path is not None
         if room._update_lock.locked():
             return Saved(False, f"{path!r} is being reloaded into the room (it changed on disk); not saved yet")
-        await ystore.flush_room(room)  # the update store never falls behind the file
         state = room.ydoc.get_state()
         content = await _content(room._document)
         if not os.path.exists(to_os_path(self.root_dir, path)):

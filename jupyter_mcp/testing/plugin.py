@@ -12,6 +12,17 @@ from .live import LiveServer
 from .redis import RedisServer
 
 
+@pytest.fixture(autouse=True)
+def _file_ids_of_this_test(jp_data_dir, monkeypatch):
+    """Each in-process server keeps its file ids in its test's data directory. jupyter-server-fileid
+    reads its default path once, when it is imported (at collection, before pytest-jupyter points
+    the data directory at the test's): on a fresh machine that directory does not exist yet."""
+    from jupyter_server_fileid.manager import BaseFileIdManager
+
+    monkeypatch.setattr(BaseFileIdManager.class_traits()["db_path"], "default_value",
+                        str(jp_data_dir / "file_id_manager.db"))
+
+
 @pytest.fixture
 def jp_server_config():
     return {"ServerApp": {"jpserver_extensions": {"jupyter_mcp": True, "jupyter_server_ydoc": True,
