@@ -17,11 +17,14 @@ from typing import Any
 from urllib.parse import quote
 
 from jupyter_ydoc import YNotebook
-from pycrdt import Assoc, Awareness, Doc, Provider, StickyIndex, create_awareness_message, read_message
+from pycrdt import (Assoc, Awareness, Decoder, Doc, Encoder, Provider, StickyIndex, create_awareness_message,
+                    read_message)
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
 
 from ..moves import state_vector
+
+_RAW = 2  # jupyter-collaboration's message type of a save and its answer (JSON)
 
 
 class TornadoChannel:
@@ -81,6 +84,8 @@ class UIClient:
         self.awareness = Awareness(self.doc)
         self.room_id = ""
         self.session: dict[str, Any] = {}
+        self._saves: dict[int, asyncio.Future[str]] = {}
+        self._save_count = 0
 
     async def __aenter__(self) -> UIClient:
         http = AsyncHTTPClient()
@@ -115,12 +120,33 @@ class UIClient:
             self.ws.close()
 
     def _on_message(self, data: bytes) -> None:
-        """Awareness from the room (other people, agents) updates this client's view of it."""
+        """Awareness from the room (other people, agents) updates this client's view of it; the
+        answer to a save settles it."""
         if data and data[0] == 1:
             try:
                 self.awareness.apply_awareness_update(read_message(data[1:]), "remote")
             except Exception:
                 pass
+        elif data and data[0] == _RAW:
+            answer = json.loads(Decoder(data[1:]).read_var_string())
+            saving = self._saves.pop(answer.get("responseTo"), None) if answer.get("type") == "save" else None
+            if saving is not None and not saving.done():
+                saving.set_result(answer.get("status"))
+
+    async def save(self, *, answered: bool = True) -> str | None:
+        """The person's Ctrl+S: JupyterLab's ``save`` message on the room's websocket, which
+        jupyter-collaboration answers once it saved the room (``success``, ``skipped`` or
+        ``failed``). With ``answered=False``, returns as soon as the message is sent."""
+        self._save_count += 1
+        save_id = self._save_count
+        saving: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._saves[save_id] = saving
+        ask = Encoder()
+        ask.write_var_uint(_RAW)
+        ask.write_var_string("save")
+        ask.write_var_uint(save_id)
+        await self.channel.send(ask.to_bytes())
+        return await asyncio.wait_for(saving, 30) if answered else None
 
     def clients(self) -> set[int]:
         """The Yjs client ids whose items this tab's document holds (its state vector's)."""
