@@ -1,17 +1,20 @@
 """The agent is a collaborator: while it works on a notebook the room's awareness holds a
 user for it (a name that says it is an agent, a colour of its own), refreshed while it is
-active and dropped after it goes idle; notebook_list_users marks it."""
+active and dropped after it goes idle; notebook_list_users marks it, and names the cell each
+person's cursor is in (keeping nothing alive after it answers)."""
 
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 
 from mcp_types import Implementation
+from pycrdt import Doc, create_awareness_message
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.presence import preferred_colour
-from jupyter_mcp.testing import UIClient, call, write_notebook
+from jupyter_mcp.testing import UIClient, call, eventually, write_notebook
 
 
 def agent_named(client_name):
@@ -109,3 +112,37 @@ async def test_list_users_names_the_cell_each_persons_cursor_is_in(live):
         await until({"Grace Hopper": ids[0], "Alan Turing": ids[2]})
         await call(mcp, "cell_delete", path=name, cell_id=ids[2])
         await until({"Grace Hopper": ids[0], "Alan Turing": None})
+
+
+async def test_list_users_keeps_no_copy_of_the_document_alive(mcp_url, jp_token, jp_root_dir):
+    """In the server's own process: a person shares a real caret, a stranger one the document
+    does not know; every notebook_list_users names the person's cell (and none for the
+    stranger), and afterwards as many pycrdt Docs are alive in the process as before the calls."""
+    name = "carets.ipynb"
+    ids = write_notebook(jp_root_dir / name, [f"x_{i} = {i}" for i in range(30)])
+    base = mcp_url.removesuffix("mcp")
+    async with UIClient(base, jp_token, name, name="Grace Hopper") as grace, \
+            UIClient(base, jp_token, name, name="Stranger") as stranger, connect(mcp_url, jp_token) as mcp:
+        await grace.put_cursor(17, 2)
+        unknown = {"type": None, "tname": None, "item": {"client": 12345, "clock": 99}, "assoc": 0}
+        stranger.awareness.set_local_state({**stranger.awareness.get_local_state(),
+                                            "cursors": [{"anchor": unknown, "head": unknown, "primary": True}]})
+        await stranger.channel.send(create_awareness_message(
+            stranger.awareness.encode_awareness_update([stranger.doc.client_id])))
+
+        async def cells_of_people() -> dict:
+            users = (await call(mcp, "notebook_list_users", path=name))["users"]
+            return {u["display_name"]: u["cell_id"] for u in users if not u["is_agent"]}
+
+        wanted = {"Grace Hopper": ids[17], "Stranger": None}
+
+        async def seen() -> bool:
+            return await cells_of_people() == wanted
+
+        await eventually(seen, what="both carets seen")
+        gc.collect()
+        before = sum(isinstance(o, Doc) for o in gc.get_objects())
+        for _ in range(20):
+            assert await cells_of_people() == wanted
+        gc.collect()
+        assert sum(isinstance(o, Doc) for o in gc.get_objects()) == before

@@ -1,13 +1,20 @@
 """Unit tests of finding the cell a Yjs relative position lies in (jupyter_mcp.cursors), on a
 plain YNotebook: positions before each character, at the end of each text (an empty cell's
-included), and ones that name no cell."""
+included), and ones that name no cell; one copy of the document a call at the most, and
+nothing left alive after it."""
 
 from __future__ import annotations
 
+import gc
+import random
+
+import pytest
 from jupyter_ydoc import YNotebook
 from pycrdt import Assoc, Doc, StickyIndex
 
+from jupyter_mcp import cursors
 from jupyter_mcp.cursors import MAX_POSITIONS, Positions, head_of
+from jupyter_mcp.moves import state_vector
 
 
 def notebook(*sources: str) -> YNotebook:
@@ -85,3 +92,101 @@ def test_the_primary_cursors_head_is_the_caret():
     assert head_of({"cursors": [{"anchor": second, "head": first}]}) == first
     for state in [None, {}, {"cursors": None}, {"cursors": []}, {"cursors": ["x"]}, {"cursors": {"head": first}}]:
         assert head_of(state) is None, state
+
+
+def caret(text, offset: int) -> dict:
+    """A caret before the character at ``offset``, as JupyterLab shares it."""
+    return {"type": None, "tname": None, "assoc": 0, **StickyIndex.new(text, offset, Assoc.AFTER).to_json()}
+
+
+def end_of(text) -> dict:
+    """A caret at the end of a text: Yjs names the text itself (its id, as ``type``)."""
+    return {"assoc": 0, "type": StickyIndex.new(text, 0, Assoc.BEFORE).to_json()["type"]}
+
+
+def live_docs() -> int:
+    gc.collect()
+    return sum(isinstance(o, Doc) for o in gc.get_objects())
+
+
+def copies(monkeypatch) -> list[int]:
+    """How many copies of the document each call makes, as they are made."""
+    made: list[int] = []
+    copy = cursors._Copy
+
+    def counted(update: bytes):
+        made.append(1)
+        return copy(update)
+
+    monkeypatch.setattr(cursors, "_Copy", counted)
+    return made
+
+
+def test_known_carets_are_in_their_cells():
+    """The start of a cell, its middle, the end of its text, an empty cell, and a caret left
+    on a character since deleted (the text keeps it as a tombstone)."""
+    ynb = notebook("abcdef", "", "xyz")
+    first, empty, last = (ynb.ycells[i]["source"] for i in range(3))
+    on_deleted = caret(last, 1)
+    del last[1:2]
+    assert str(last) == "xz"
+    asked = {"start": caret(first, 0), "middle": caret(first, 3), "end": end_of(first), "empty": end_of(empty),
+             "deleted char": on_deleted, "after it": caret(last, 1), "end of last": end_of(last)}
+    assert Positions(ynb.ydoc).cells_of(asked) == {"start": "c0", "middle": "c0", "end": "c0", "empty": "c1",
+                                                   "deleted char": "c2", "after it": "c2", "end of last": "c2"}
+
+
+def test_unknown_positions_name_no_cell_and_cost_no_copy(monkeypatch):
+    """Ids the document does not have (a stranger's client, a clock at or past the document's
+    state vector) and shapes no caret has are answered without copying the document; ids it
+    has that name no source (a cell's map, as a caret's text or its character; an output's
+    text) share one copy."""
+    ynb = notebook("abc", "xyz")
+    rng = random.Random(41)
+    client = ynb.ydoc.client_id
+    top = state_vector(ynb.ydoc.get_state())[client]
+    unknown = [{"item": {"client": rng.getrandbits(53), "clock": rng.randrange(10**6)}} for _ in range(40)]
+    unknown += [{kind: {"client": client, "clock": clock}}
+                for kind in ("item", "type") for clock in (top, top + 1, 10**9)]
+    unknown += [None, 3, "c0", [], {}, {"item": None}, {"item": [client, 0]}, {"item": {"client": client}},
+                {"type": {"client": client, "clock": -1}}, {"item": {"client": client, "clock": 1.0}},
+                {"type": "cells", "tname": "cells"}, {"item": {"client": 2**53, "clock": 0}}]
+    made = copies(monkeypatch)
+    found = Positions(ynb.ydoc).cells_of(dict(enumerate(unknown)))
+    assert set(found.values()) == {None} and made == []
+    cell_map = StickyIndex.new(ynb.ycells, 1, Assoc.AFTER).to_json()["item"]
+    output_text = ynb.ycells[0]["outputs"][0]["text"]
+    named = {"map as text": {"type": cell_map}, "map as character": {"item": cell_map}, "output": caret(output_text, 1),
+             "output's end": end_of(output_text), "real": caret(ynb.ycells[1]["source"], 2)}
+    assert Positions(ynb.ydoc).cells_of(named) == {**dict.fromkeys(named, None), "real": "c1"}
+    assert made == [1]
+
+
+def test_a_call_leaves_no_document_alive(monkeypatch):
+    """Resolving a call's positions (real ones, ones yrs refuses, unknown ones) leaves no
+    pycrdt Doc behind, not even when something fails half way."""
+    ynb = notebook(*(f"cell {i}" for i in range(20)))
+    client = ynb.ydoc.client_id
+    real = {i: caret(ynb.ycells[i % 20]["source"], i % 6) for i in range(50)}
+    refused = {50 + i: {"type": real[i]["item"]} for i in range(25)}  # a character is no text: yrs raises
+    unknown = {75 + i: {"item": {"client": client, "clock": 10**6 + i}} for i in range(25)}
+    asked = {**real, **refused, **unknown}
+    positions = Positions(ynb.ydoc)
+    before = live_docs()
+    for _ in range(3):
+        found = positions.cells_of(asked)
+        assert found == {**{i: f"c{i % 20}" for i in real}, **dict.fromkeys([*refused, *unknown])}
+    assert live_docs() == before
+
+    landing, calls = cursors._Copy.landing, []
+
+    def failing(self, update):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyError("a probe that fails unexpectedly")
+        return landing(self, update)
+
+    monkeypatch.setattr(cursors._Copy, "landing", failing)
+    with pytest.raises(KeyError):
+        positions.cells_of(asked)
+    assert live_docs() == before
