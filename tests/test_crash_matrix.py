@@ -17,6 +17,7 @@ and the kill lands inside it every time; the case that needs timing (a flush und
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections import Counter
@@ -239,3 +240,19 @@ async def test_killed_right_after_a_room_is_rebuilt_from_its_file(live_factory, 
     await rebuilt.wait_for(lambda: sources(rebuilt) == ORIGINAL)
     kill(server)
     await comes_back(server, name, rebuilt, [ORIGINAL])
+
+
+async def test_killed_right_after_the_room_took_a_change_made_on_disk(live_factory, store):
+    """Another program rewrites the file (a `git checkout`); the room takes the file's content, and
+    the tab sees it; killed at once; restarted; the tab re-syncs."""
+    server = start(live_factory, store, *HELD)
+    name, ids = new_notebook(server.root, *ORIGINAL)
+    ui = await open_tab(server, name)
+    on_disk_now = json.loads((server.root / name).read_text())
+    on_disk_now["cells"].insert(1, {**on_disk_now["cells"][1], "id": "from-disk", "source": "# FROM DISK"})
+    await asyncio.sleep(1)  # a later modification time than the room's load
+    (server.root / name).write_text(json.dumps(on_disk_now))
+    changed = ["a = 1", "# FROM DISK", "b = 2", "c = 3"]
+    await ui.wait_for(lambda: sources(ui) == changed)
+    kill(server)
+    await comes_back(server, name, ui, [changed])
