@@ -107,15 +107,21 @@ class Positions:
         return self.cells_of({None: position})[None]
 
     def cells_of(self, positions: dict[Any, Any]) -> dict[Any, str | None]:
-        """``cell_of`` each position (at most ``MAX_POSITIONS``; the rest None), by key, in one
-        copy of the document at the most. Copies a whole document: for a large one, run in a
-        worker thread."""
-        probes = {key: probe(position, random.getrandbits(52) | 1 << 52, self._known)  # clients no peer has
-                  for key, position in list(positions.items())[:MAX_POSITIONS]}
+        """``cell_of`` each position, by key, in one copy of the document at the most: at most
+        ``MAX_POSITIONS`` that the document may know are probed (the rest None); a made-up
+        position counts for nothing, so strangers cannot crowd out the people who come after
+        them. Copies a whole document: for a large one, run in a worker thread."""
+        probes: dict[Any, bytes] = {}
+        for key, position in positions.items():
+            update = probe(position, random.getrandbits(52) | 1 << 52, self._known)  # a client no peer has
+            if update is not None:
+                probes[key] = update
+                if len(probes) == MAX_POSITIONS:
+                    break
         found: dict[Any, str | None] = {}
-        if any(update is not None for update in probes.values()):
+        if probes:
             with _Copy(self._update) as copy:
-                found = {key: copy.landing(update) for key, update in probes.items() if update is not None}
+                found = {key: copy.landing(update) for key, update in probes.items()}
         return {key: found.get(key) for key in positions}
 
 

@@ -86,6 +86,14 @@ def test_positions_asked_together_do_not_disturb_each_other():
     assert Positions(ynb.ydoc).cell_of(deleted) is None
 
 
+def test_made_up_carets_do_not_crowd_out_a_person_who_comes_after_them():
+    ynb = notebook("abc", "xyz")
+    strangers = {i: {"item": {"client": 7_000 + i, "clock": 0}} for i in range(5 * MAX_POSITIONS)}
+    person = StickyIndex.new(ynb.ycells[1]["source"], 2, Assoc.AFTER).to_json()
+    found = Positions(ynb.ydoc).cells_of({**strangers, "person": person})
+    assert found["person"] == "c1" and set(found.values()) == {None, "c1"}
+
+
 def test_the_primary_cursors_head_is_the_caret():
     first, second = {"item": {"client": 1, "clock": 1}}, {"item": {"client": 2, "clock": 2}}
     assert head_of({"cursors": [{"head": first}, {"head": second, "primary": True}]}) == second
