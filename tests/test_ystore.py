@@ -192,3 +192,19 @@ async def test_a_long_burst_of_typing_is_stored_in_pieces_the_loop_can_afford(li
     for row in rows:
         stored.apply_update(row)
     assert str(YNotebook(stored).ycells[0]["source"]) == "x" * typed
+
+
+class TestConfiguredDelay:
+    @pytest.fixture
+    def jp_server_config(self):
+        return {"ServerApp": {"jpserver_extensions": EXTENSIONS}, "BatchedYStore": {"flush_delay": 0.25}}
+
+    async def test_the_configured_flush_delay_reaches_the_rooms_mcp_opens(self, mcp_url, jp_token, jp_root_dir,
+                                                                          mcp_ext):
+        """jupyter-collaboration makes the store of a room its get_document opens without the
+        server's configuration; the batched store takes it anyway."""
+        name, _ = new_notebook(jp_root_dir, "a = 1")
+        async with connect(mcp_url, jp_token) as mcp:
+            await call(mcp, "cell_insert", path=name, source="b = 2")
+        stores = [room.ystore for _, room in mcp_ext.rooms.document_rooms()]
+        assert stores and all(isinstance(s, BatchedYStore) and s.flush_delay == 0.25 for s in stores)
