@@ -102,6 +102,17 @@ async def comes_back(server, name: str, ui: UIClient, allowed: list[list[str]]) 
         await leave(back)
 
 
+async def killed_once_saved(server, name: str, ui: UIClient) -> None:
+    """Kill the server the moment the file holds the agent's cell (a save under way elsewhere)."""
+    for _ in range(300):
+        if on_disk(server, name) == WITH_AGENT:
+            break
+        await asyncio.sleep(0.01)
+    kill(server)
+    assert disk_sources(server.root / name) == WITH_AGENT
+    await comes_back(server, name, ui, [WITH_AGENT])
+
+
 @pytest.fixture(params=list(STORES))
 def store(request):
     return request.param
@@ -165,13 +176,7 @@ async def test_killed_once_the_autosave_wrote(live_factory, store):
     name, _ = new_notebook(server.root, *ORIGINAL)
     ui = await open_tab(server, name)
     await agent_inserts(server, name, ui)
-    for _ in range(200):
-        if on_disk(server, name) == WITH_AGENT:
-            break
-        await asyncio.sleep(0.01)
-    kill(server)
-    assert disk_sources(server.root / name) == WITH_AGENT
-    await comes_back(server, name, ui, [WITH_AGENT])
+    await killed_once_saved(server, name, ui)
 
 
 async def test_killed_once_jupyter_mcp_saved_the_room_it_closed(live_factory, store):
@@ -183,13 +188,7 @@ async def test_killed_once_jupyter_mcp_saved_the_room_it_closed(live_factory, st
     ui = await open_tab(server, name)
     await agent_inserts(server, name, ui)
     await leave(ui)
-    for _ in range(300):
-        if on_disk(server, name) == WITH_AGENT:
-            break
-        await asyncio.sleep(0.01)
-    kill(server)
-    assert disk_sources(server.root / name) == WITH_AGENT
-    await comes_back(server, name, ui, [WITH_AGENT])
+    await killed_once_saved(server, name, ui)
 
 
 async def test_killed_during_a_flush(live_factory, store):
