@@ -4,6 +4,7 @@
     bash scripts/bench exec_trivial ping
     bash scripts/bench update_cell --YDocExtension.ystore_class=jupyter_server_ydoc.stores.SQLiteYStore
                                 # options (--...) go to the server: an A/B of one setting
+    bash scripts/bench soak         # the soak (benchmarks/soak.py), about 8 minutes; soak_short: 2
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks import scenarios
+from benchmarks import scenarios, soak
 from jupyter_mcp.testing import LiveServer
 
 HERE = Path(__file__).resolve().parent
@@ -31,8 +32,8 @@ async def main(argv: list[str]) -> int:
             print(f"# jupyter-mcp benchmarks, {time.strftime('%Y-%m-%d %H:%M')} on {platform.node()} "
                   f"({platform.machine()}, {platform.python_version()})")
             results = []
-            for name, scenario in scenarios.ALL.items():
-                if selected and name not in selected:
+            for name, scenario in {**scenarios.ALL, **soak.SCENARIOS}.items():
+                if (selected and name not in selected) or (not selected and name in soak.ON_REQUEST):
                     continue
                 began = time.monotonic()
                 result = await scenario(server)

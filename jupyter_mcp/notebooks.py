@@ -15,7 +15,7 @@ from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from . import cells, changes, execution, files, moves, outputs, permissions, presence, search
+from . import cells, changes, execution, files, memory, moves, outputs, permissions, presence, search
 from .activity import Activity
 from .cells import CellType
 from .cursors import Positions
@@ -41,6 +41,7 @@ class Notebooks:
     async def open(self, path: str, agent: Agent) -> LiveNotebook:
         """The notebook's live room, with the agent announced in it."""
         nb = await self.rooms.open(path)
+        memory.keep_no_history(nb.doc)
         self.activity.touch(nb.room_id)
         self.presence.seen(agent, nb.room_id, nb.room, nb.path, self.rooms.global_awareness())
         return nb
