@@ -37,7 +37,7 @@ from jupyter_ydoc import YNotebook
 from jupyter_ydoc.utils import cast_all
 from pycrdt import Doc, Map
 
-from . import cells
+from . import cells, memory
 from .errors import NotebookError, logs_its_error
 from .fileids import Reattaching, lost_path
 from .paths import canonical_path, hidden_part, read_real_file, real_file, to_os_path
@@ -134,15 +134,22 @@ class Rooms:
         return self.ydoc.ywebsocket_server.rooms
 
     async def start(self) -> None:
-        """Start the ydoc websocket server now, as its handler does on the first UI connection.
+        """Start the ydoc websocket server now, as its handler does on the first UI connection,
+        and its monitor.
 
         MCP creates rooms without a websocket, and a server that never started makes
-        jupyter-server-ydoc's own shutdown raise "WebsocketServer not running".
+        jupyter-server-ydoc's own shutdown raise "WebsocketServer not running". Its monitor (a
+        task that logs statistics once a minute) is started here, outside any request: left to
+        jupyter-server-ydoc, it starts in the first tab's request and holds that request's
+        context, and with it the tab's websocket handler and the room it served, for the life of
+        the server (``memory.py``).
         """
         server = self.ydoc.ywebsocket_server
         if not server.started.is_set():
             asyncio.create_task(server.start())
             await server.started.wait()
+        if server.monitor_task is None:
+            server.monitor_task = asyncio.create_task(server._monitor(), name="jupyter-collaboration-monitor")
 
     # -- the resolve point ---------------------------------------------------
 
@@ -250,6 +257,11 @@ class Rooms:
         """Let the room's file loader put its file-id row back when another program sharing the
         database removes it (``fileids.Reattaching``), instead of losing its file."""
         self._reattaching(room._file)
+
+    def keep_no_history(self, room: Any) -> None:
+        """The room's document records no undo history from now on (``memory.keep_no_history``):
+        for a room a person opened (an agent's call does it for the rooms MCP opens)."""
+        memory.keep_no_history(room._document)
 
     def _reattaching(self, loader: Any) -> None:
         if not isinstance(loader._file_id_manager, Reattaching):
@@ -412,6 +424,11 @@ class Rooms:
         if file_id in loaders and loaders[file_id].number_of_subscriptions == 0:
             await loaders.remove(file_id)
         self._resolved = {path: rid for path, rid in self._resolved.items() if rid != room_id}
+        # What served the room may still hold it (a person's websocket handler, held by the
+        # context of every task and timer of its request, jupyter-server-ydoc's cancelled cleanup
+        # timer among them: memory.py); it holds an empty shell. Nothing serves the room any more,
+        # and an update still queued in its store is written all the same (its flush timer holds it).
+        room._document = room.ydoc = room.awareness = room.ystore = room._file = None
 
 
 class CheckedFiles:

@@ -51,8 +51,9 @@ class Sweeper:
         room = dict(self.rooms.document_rooms()).get(room_id)
         if room is None:
             return
-        if data.get("action") == "join":  # a room JupyterLab opened: its file-id row is kept too
+        if data.get("action") == "join":  # a room JupyterLab opened: its file-id row is kept too,
             self.rooms.keep_file_id(room)
+            self.rooms.keep_no_history(room)  # and its document keeps no undo history
         elif data.get("action") == "leave" and self.activity.busy(room_id):
             self.rooms.keep_open(room)
 

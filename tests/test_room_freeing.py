@@ -21,10 +21,6 @@ REQUEST_SCOPED = {"jupyter_mcp.handlers.MCPHandler", "jupyter_mcp.tornado_asgi.A
 #: What documents are made of: nothing of it outlives the rooms.
 DOCUMENTS = ("room documents", "Y documents", "Y documents (native)", "Y shared types (native)", "awareness",
              "undo managers (native)")
-#: The closed room letting go of what it held, and the websocket server's monitor started outside
-#: any request, are rooms.py's part of the fix (the one module that knows jupyter-server-ydoc's
-#: internals): until it is in, the tests that need it fail, as they do on the code before.
-NEEDS_ROOMS_PART = pytest.mark.xfail(strict=True, reason="needs rooms.py's part of the fix (Rooms.close, Rooms.start)")
 #: Entries of the tables kept per room or path (per kernel: the kernels keep running).
 TABLES = ("open rooms", "activity", "presence", "resolved paths", "room loads", "read caches (cells)",
           "file loaders", "update stores")
@@ -113,7 +109,6 @@ def ours(counts):
     return [name for name in counts if name.startswith("jupyter_mcp.") and name not in REQUEST_SCOPED]
 
 
-@NEEDS_ROOMS_PART
 async def test_closing_every_room_frees_their_documents_and_records(mcp_url, jp_token, mcp_ext, jp_root_dir,
                                                                   jp_base_url, http_server_port):
     """Every kind of call on three notebooks while two people type in two of them. Once every
@@ -144,7 +139,6 @@ async def test_closing_every_room_frees_their_documents_and_records(mcp_url, jp_
     assert after["kernel clients"] == before["kernel clients"]  # the kernels run on, one client each
 
 
-@NEEDS_ROOMS_PART
 @pytest.mark.parametrize("cleanup_delay", [1.0])
 async def test_nothing_of_a_closed_room_outlives_the_cleanup_delay(mcp_url, jp_token, mcp_ext, jp_root_dir,
                                                                   jp_base_url, http_server_port):

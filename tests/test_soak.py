@@ -6,12 +6,9 @@ what stays, GET /api/status's p99) are the benchmark's to report, not asserted h
 
 from __future__ import annotations
 
-import pytest
-
 from benchmarks import soak
 
 
-@pytest.mark.xfail(strict=True, reason="needs rooms.py's part of the fix (Rooms.close, Rooms.start): documents stay")
 async def test_a_two_minute_soak_loses_nothing_and_leaves_no_document_behind(tmp_path):
     report = await soak.run(soak.SHORT_SEC, base=tmp_path)
     print(report.note())
