@@ -123,20 +123,25 @@ async def test_closing_every_room_frees_their_documents_and_records(mcp_url, jp_
         before = census.count(mcp_ext)
         await people_type_while_the_agent_works(base_url, jp_token, client, paths[:2], rounds=8)
         await close_every_room(mcp_ext)
-
-        async def freed():
-            after = census.count(mcp_ext)
-            return after if not grown(before, after, DOCUMENTS) else None
-
-        try:
-            after = await eventually(freed, timeout=10, what="the closed rooms' documents freed")
-        except AssertionError:
-            after = census.count(mcp_ext)
+        after = await settled(mcp_ext, before, DOCUMENTS)
     assert not grown(before, after, DOCUMENTS), f"alive after every room closed: {grown(before, after, DOCUMENTS)}"
     assert {name: before[name] for name in DOCUMENTS if before[name]} == {}, "documents alive with every room closed"
     assert not grown(before, after, TABLES)
     assert not grown(before, after, ours(after)), "jupyter-mcp objects left behind by the closed rooms"
     assert after["kernel clients"] == before["kernel clients"]  # the kernels run on, one client each
+
+
+async def settled(mcp_ext, before, names):
+    """The server's count once none of ``names`` is above ``before`` (or after 10 s, for the
+    assertion to name what stayed)."""
+    async def back():
+        after = census.count(mcp_ext)
+        return after if not grown(before, after, names) else None
+
+    try:
+        return await eventually(back, timeout=10, what=f"{', '.join(names)} back to their count before")
+    except AssertionError:
+        return census.count(mcp_ext)
 
 
 @pytest.mark.parametrize("cleanup_delay", [1.0])
@@ -155,15 +160,7 @@ async def test_nothing_of_a_closed_room_outlives_the_cleanup_delay(mcp_url, jp_t
         await close_every_room(mcp_ext)
         await asyncio.sleep(2)  # the cleanup delay is over
         rooms = ("rooms", "room websocket handlers", "file loaders", "update stores", *DOCUMENTS)
-
-        async def gone():
-            after = census.count(mcp_ext)
-            return after if not grown(before, after, rooms) else None
-
-        try:
-            after = await eventually(gone, timeout=10, what="nothing of the closed rooms left")
-        except AssertionError:
-            after = census.count(mcp_ext)
+        after = await settled(mcp_ext, before, rooms)
     assert not grown(before, after, rooms), f"still alive: {grown(before, after, rooms)}"
 
 
