@@ -414,7 +414,7 @@ async def hostile_carets(server) -> Result:
 
     from pycrdt import Assoc, Awareness, Doc, StickyIndex, create_awareness_message
 
-    from jupyter_mcp.moves import state_vector
+    from jupyter_mcp.notebooks.moves import state_vector
     from jupyter_mcp.testing import StatusPoller, UIClient, big_notebook
 
     rng = random.Random(41)

@@ -81,7 +81,7 @@ def render(tools) -> str:
 
 async def tools():
     """The real server's tools (listing them needs nothing running)."""
-    from jupyter_mcp.server import build_server
+    from jupyter_mcp.tools.server import build_server
     from jupyter_mcp.tasks import InMemoryTaskStore, TaskManager
 
     tasks = TaskManager(InMemoryTaskStore(), default_ttl_ms=1, max_ttl_ms=1, poll_interval_ms=1)

@@ -20,19 +20,20 @@ from jupyter_server.utils import url_path_join
 from traitlets import Dict, Float, Integer, TraitError, Unicode, default, validate
 
 from . import ystore
-from .activity import Activity
-from .answers import choose_per_request
-from .fileids import prune_stale, running_roots
-from .handlers import MCP_PATH, MCPHandler, Readiness, SessionLimit
-from .kernels import KERNEL_ACTIONS, Kernels
-from .notebooks import Notebooks
-from .presence import AgentPresence
-from .rooms import Rooms, file_id_of
-from .resources import CONTENTS_ACTIONS, MAX_LISTEN_STREAMS, Subscriptions
-from .server import build_server
-from .sweeper import COLLABORATOR_EVENTS, Sweeper
+from .kernels.sessions import KERNEL_ACTIONS, Kernels
+from .notebooks.activity import Activity
+from .notebooks.fileids import prune_stale, running_roots
+from .notebooks.presence import AgentPresence
+from .notebooks.rooms import Rooms, file_id_of
+from .notebooks.sweeper import COLLABORATOR_EVENTS, Sweeper
 from .tasks import Limits, TaskManager, load_store
-from .tornado_asgi import Lifespan
+from .tools.declarations import RUNS_CODE
+from .tools.operations import Notebooks
+from .tools.resources import CONTENTS_ACTIONS, MAX_LISTEN_STREAMS, Subscriptions
+from .tools.server import build_server
+from .transport.answers import choose_per_request
+from .transport.handlers import MCP_PATH, MCPHandler, Readiness, SessionLimit
+from .transport.tornado_asgi import Lifespan
 
 
 # The environment variables this server reads: each the default of its setting.
@@ -297,7 +298,7 @@ class JupyterMCPApp(ExtensionApp):
             self.presence.start()
             await self.tasks.start()
             await self._lifespan.start()
-            choose_per_request(self.asgi_app)
+            choose_per_request(self.asgi_app, RUNS_CODE)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             self.log.error("jupyter_mcp could not start: %s", error)

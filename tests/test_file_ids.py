@@ -16,7 +16,7 @@ import pytest
 from jupyter_server_fileid.manager import ArbitraryFileIdManager
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.fileids import prune_stale
+from jupyter_mcp.notebooks.fileids import prune_stale
 from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, eventually, new_notebook
 
 NO_AUTOSAVE = ["--YDocExtension.document_save_delay=3600"]

@@ -27,7 +27,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
-from jupyter_mcp import cells
+from jupyter_mcp.notebooks import cells
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import LiveServer, StatusPoller, UIClient, call, disk_sources, new_notebook, refused, write_notebook
 

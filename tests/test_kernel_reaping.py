@@ -14,7 +14,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.kernels import stoppable
+from jupyter_mcp.kernels.sessions import stoppable
 from jupyter_mcp.testing import LiveServer, call, new_notebook, refused, ui_session
 
 IDLE = 2.0  # kernel_idle_timeout of the reaping server, seconds

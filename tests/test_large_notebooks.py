@@ -90,8 +90,8 @@ def test_one_pass_reads_are_what_pycrdt_and_jupyter_ydoc_read(tmp_path):
     """The cell list read as pycrdt's JSON is its ``to_py()`` (numbers compare equal); a
     notebook's content for saving is jupyter-ydoc's ``aget()``; the cache patched after our
     edits is a fresh read; ``find`` finds a cell that moved."""
-    from jupyter_mcp import cells
-    from jupyter_mcp.rooms import _content
+    from jupyter_mcp.notebooks import cells
+    from jupyter_mcp.notebooks.rooms import _content
 
     written = big_notebook(tmp_path / "n.ipynb", 60)
     content = json.loads((tmp_path / "n.ipynb").read_text())

@@ -1,7 +1,7 @@
-"""The package's calls go one way (docs/ARCHITECTURE.md): no import circle, the kernel and
-document layers know nothing of tasks, the tasks package nothing of notebooks, and only the
-rooms module touches jupyter-server-ydoc's internals. Read from the source, every import
-(module level or inside a function) counted."""
+"""The package's calls go one way (docs/ARCHITECTURE.md, "Layers"): each subpackage is a layer
+with a rule of what it may import, checked over everything it imports, directly or not; no
+import circle; only the rooms module touches jupyter-server-ydoc's internals. Read from the
+source, every import (module level or inside a function) counted."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def imports(path: Path) -> set[str]:
                 target = node.module or ""
             if not target.startswith("jupyter_mcp"):
                 continue
-            for alias in node.names:  # `from . import cells` imports the module jupyter_mcp.cells
+            for alias in node.names:  # `from . import cells` imports the module jupyter_mcp.notebooks.cells
                 sub = f"{target}.{alias.name}"
                 found.add(sub if (PACKAGE.parent / (sub.replace(".", "/") + ".py")).exists() else target)
         elif isinstance(node, ast.Import):
@@ -66,29 +66,92 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+
+#: The shared vocabulary every layer may speak: errors, who is calling, what they may do.
+SHARED = {"jupyter_mcp.errors", "jupyter_mcp.identity", "jupyter_mcp.permissions", "jupyter_mcp._version"}
+#: Each layer and the layers it may reach (its own always; the shared modules unless said).
+MAY_REACH = {
+    "transport": {"transport"},
+    "tools": {"tools", "notebooks", "kernels", "tasks"},
+    "notebooks": {"notebooks"},
+    "kernels": {"kernels"},
+    "tasks": {"tasks"},  # the tasks package knows nothing of notebooks, not even the shared modules
+    "shared": set(),
+    "plug-in": set(),  # classes named in a configuration: the box's identity provider, the update store, the client
+}
+PLUG_INS = {"jupyter_mcp.deployment", "jupyter_mcp.ystore", "jupyter_mcp.client"}
+COMPOSERS = {"jupyter_mcp", "jupyter_mcp.app"}  # app composes the layers; the package's entry point loads it
+
+
+def layer_of(module: str) -> str:
+    if module in SHARED:
+        return "shared"
+    if module in PLUG_INS:
+        return "plug-in"
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in MAY_REACH else module
+
+
+def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen - {start}
+
+
+def breaches(edges: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Per module, what it reaches that its layer's rule forbids (the package inits of a
+    layer excepted: importing ``jupyter_mcp.tasks`` names the layer itself)."""
+    found = {}
+    for module in edges:
+        layer = layer_of(module)
+        if module in COMPOSERS or module.startswith("jupyter_mcp.testing") or layer not in MAY_REACH:
+            continue
+        allowed = MAY_REACH[layer] | ({layer} if layer == "shared" else set())
+        shared_ok = layer not in ("tasks", "plug-in")
+        bad = sorted(m for m in reachable(edges, module)
+                     if layer_of(m) not in allowed and not (shared_ok and layer_of(m) == "shared"))
+        if bad:
+            found[module] = bad
+    return found
+
+
+def test_the_layer_check_sees_a_breach_through_another_module():
+    edges = {"jupyter_mcp.kernels.runs": {"jupyter_mcp.kernels.input"},
+             "jupyter_mcp.kernels.input": {"jupyter_mcp.tasks.binding"},
+             "jupyter_mcp.tasks.binding": set(),
+             "jupyter_mcp.tools.declarations": {"jupyter_mcp.kernels.runs"}}
+    assert breaches(edges) == {"jupyter_mcp.kernels.runs": ["jupyter_mcp.tasks.binding"],
+                               "jupyter_mcp.kernels.input": ["jupyter_mcp.tasks.binding"]}
+    assert breaches({"jupyter_mcp.tasks.manager": {"jupyter_mcp.errors"}}) == {
+        "jupyter_mcp.tasks.manager": ["jupyter_mcp.errors"]}
+
+
+def test_every_module_is_in_a_layer():
+    unplaced = {m for m in graph() if layer_of(m) not in MAY_REACH and m not in COMPOSERS
+                and not m.startswith("jupyter_mcp.testing")}
+    assert unplaced == set()
+
+
+def test_each_layer_reaches_only_what_its_rule_allows():
+    assert breaches(graph()) == {}
+
+
 def test_the_checker_sees_a_circle_and_the_real_imports():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     edges = graph()
-    assert "jupyter_mcp.kernels" in edges["jupyter_mcp.execution"]
+    assert "jupyter_mcp.kernels.sessions" in edges["jupyter_mcp.tools.execution"]
     assert "jupyter_mcp.tasks.hooks" in edges["jupyter_mcp.tasks.manager"]
-    assert "jupyter_mcp.cells" in edges["jupyter_mcp.notebooks"]  # `from . import cells`
+    assert "jupyter_mcp.notebooks.cells" in edges["jupyter_mcp.tools.operations"]  # `from . import cells`
 
 
 def test_no_import_circle():
     assert cycles(graph()) == []
-
-
-@pytest.mark.parametrize("module", ["jupyter_mcp.kernels", "jupyter_mcp.cells", "jupyter_mcp.rooms",
-                                    "jupyter_mcp.changes", "jupyter_mcp.sweeper", "jupyter_mcp.presence",
-                                    "jupyter_mcp.outputs", "jupyter_mcp.paths"])
-def test_lower_layers_import_nothing_of_tasks(module):
-    assert not {m for m in graph()[module] if m.startswith("jupyter_mcp.tasks")}
-
-
-def test_the_tasks_package_imports_nothing_of_notebooks():
-    outside = {m for name, deps in graph().items() if name.startswith("jupyter_mcp.tasks")
-               for m in deps if not m.startswith("jupyter_mcp.tasks")}
-    assert outside == set()
 
 
 def test_only_the_rooms_module_touches_ydoc_internals():
@@ -97,4 +160,4 @@ def test_only_the_rooms_module_touches_ydoc_internals():
         names = {n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)}
         if names & YDOC_INTERNALS:
             touching[module_name(path)] = sorted(names & YDOC_INTERNALS)
-    assert set(touching) == {"jupyter_mcp.rooms"}, touching
+    assert set(touching) == {"jupyter_mcp.notebooks.rooms"}, touching

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from jupyter_mcp.paths import PathError, canonical_path, read_real_file, real_file
+from jupyter_mcp.notebooks.paths import PathError, canonical_path, read_real_file, real_file
 
 
 @pytest.fixture

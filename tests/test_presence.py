@@ -13,7 +13,7 @@ from mcp_types import Implementation
 from pycrdt import Doc, create_awareness_message
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.presence import preferred_colour
+from jupyter_mcp.notebooks.presence import preferred_colour
 from jupyter_mcp.testing import UIClient, call, eventually, write_notebook
 
 

@@ -97,7 +97,7 @@ async def test_every_tool_answers_what_its_output_schema_says(mcp_url, jp_token,
 
 def test_a_wrong_answer_fails_its_schema():
     """The check above can fail: an answer of the wrong shape does not validate."""
-    from jupyter_mcp.views import Cell
+    from jupyter_mcp.tools.views import Cell
     from pydantic import TypeAdapter
 
     schema = TypeAdapter(Cell).json_schema(mode="serialization")

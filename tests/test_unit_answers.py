@@ -1,4 +1,4 @@
-"""Which requests are answered with one JSON body and which with a stream (jupyter_mcp/answers.py),
+"""Which requests are answered with one JSON body and which with a stream (jupyter_mcp/transport/answers.py),
 and the SDK surfaces the choice stands on: if an upgrade moves them, these fail first.
 The live path is tests/test_http.py::test_each_answer_is_json_unless_it_may_need_its_stream."""
 
@@ -10,7 +10,8 @@ from mcp.server.streamable_http import EventMessage, StreamableHTTPServerTranspo
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import JSONRPCNotification, JSONRPCResponse
 
-from jupyter_mcp.answers import ChoosingTransport, _answer_json, needs_stream
+from jupyter_mcp.tools.declarations import RUNS_CODE
+from jupyter_mcp.transport.answers import ChoosingTransport, _answer_json, needs_stream
 
 
 def request(method, params=None):
@@ -38,7 +39,7 @@ def request(method, params=None):
     (None, True),
 ])
 def test_which_requests_need_their_stream(message, stream):
-    assert needs_stream(message) is stream
+    assert needs_stream(message, RUNS_CODE) is stream
 
 
 def test_the_sdk_surfaces_the_choice_stands_on():
@@ -46,7 +47,7 @@ def test_the_sdk_surfaces_the_choice_stands_on():
     assert callable(StreamableHTTPServerTransport._handle_post_request)
     transport = StreamableHTTPServerTransport("s1")
     assert transport.__dict__["is_json_response_enabled"] is False and transport._request_streams == {}
-    ChoosingTransport.adopt(transport)
+    ChoosingTransport.adopt(transport, RUNS_CODE)
     assert type(transport) is ChoosingTransport and transport.is_json_response_enabled is False
     token = _answer_json.set(True)
     try:
@@ -57,11 +58,11 @@ def test_the_sdk_surfaces_the_choice_stands_on():
         _answer_json.reset(token)
     assert transport._message_metadata(None).can_send_request is True
     with pytest.raises(ValueError, match="JSON only"):
-        ChoosingTransport.adopt(StreamableHTTPServerTransport("s2", is_json_response_enabled=True))
+        ChoosingTransport.adopt(StreamableHTTPServerTransport("s2", is_json_response_enabled=True), RUNS_CODE)
 
 
 async def test_a_json_answered_request_takes_only_its_response():
-    transport = ChoosingTransport.adopt(StreamableHTTPServerTransport("s3"))
+    transport = ChoosingTransport.adopt(StreamableHTTPServerTransport("s3"), RUNS_CODE)
     token = _answer_json.set(True)
     try:
         transport._request_streams["7"] = anyio.create_memory_object_stream(10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_mcp.tornado_asgi import _accepts_gzip, _only_answer
+from jupyter_mcp.transport.tornado_asgi import _accepts_gzip, _only_answer
 
 RESPONSE = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
 

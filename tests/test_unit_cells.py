@@ -13,8 +13,8 @@ import pytest
 from jupyter_ydoc import YNotebook
 from pycrdt import Doc, Text, TextEvent
 
-from jupyter_mcp import cells
-from jupyter_mcp.changes import describe_changes
+from jupyter_mcp.notebooks import cells
+from jupyter_mcp.notebooks.changes import describe_changes
 from jupyter_mcp.errors import NotebookError
 
 
@@ -347,7 +347,7 @@ def test_clear_outputs_clears_code_cells_only():
     ("x = 1", "x = 2", "x = 3", "x = 32"),  # the same span replaced: ours, then what they typed
 ])
 def test_merge_keeps_what_both_sides_typed(base, theirs, ours, merged):
-    from jupyter_mcp.moves import merge
+    from jupyter_mcp.notebooks.moves import merge
 
     assert merge(base, theirs, ours) == merged
 
@@ -469,7 +469,7 @@ class Room:
 
 @TAB_SIDES
 async def test_keystrokes_that_cross_a_move_are_carried_in_the_order_typed(tab_id):
-    from jupyter_mcp.moves import move
+    from jupyter_mcp.notebooks.moves import move
 
     server = served("total = 0\n", "other = 1", "last = 2")
     room, tab = Room(server), Tab(server, tab_id)
@@ -494,7 +494,7 @@ async def test_keystrokes_that_cross_a_move_are_carried_in_the_order_typed(tab_i
 async def test_an_echo_of_the_move_and_of_the_carried_text_undoes_nothing():
     """A tab that sends back what it receives (pycrdt's provider does) echoes the move's deletion
     and the carried letter as the room deleted it: neither may undo what was carried."""
-    from jupyter_mcp.moves import move
+    from jupyter_mcp.notebooks.moves import move
 
     server = served("total = 0\n", "other = 1")
     room, tab = Room(server), Tab(server, SERVER_ID + 7)

@@ -1,4 +1,4 @@
-"""Unit tests of finding the cell a Yjs relative position lies in (jupyter_mcp.cursors), on a
+"""Unit tests of finding the cell a Yjs relative position lies in (jupyter_mcp.notebooks.cursors), on a
 plain YNotebook: positions before each character, at the end of each text (an empty cell's
 included), and ones that name no cell; one copy of the document a call at the most, and
 nothing left alive after it."""
@@ -12,9 +12,9 @@ import pytest
 from jupyter_ydoc import YNotebook
 from pycrdt import Assoc, Doc, StickyIndex
 
-from jupyter_mcp import cursors
-from jupyter_mcp.cursors import MAX_POSITIONS, Positions, head_of
-from jupyter_mcp.moves import state_vector
+from jupyter_mcp.notebooks import cursors
+from jupyter_mcp.notebooks.cursors import MAX_POSITIONS, Positions, head_of
+from jupyter_mcp.notebooks.moves import state_vector
 
 
 def notebook(*sources: str) -> YNotebook:

@@ -8,8 +8,8 @@ import asyncio
 import queue
 from types import SimpleNamespace
 
-from jupyter_mcp import execution
-from jupyter_mcp.kernels import Kernels
+from jupyter_mcp.tools import execution
+from jupyter_mcp.kernels.sessions import Kernels
 from jupyter_mcp.tasks.hooks import current_task
 from jupyter_mcp.tasks.manager import _Run
 from jupyter_mcp.tasks.records import TaskRecord
@@ -245,7 +245,7 @@ def _valid_output(output: dict) -> None:
 
 
 def test_odd_kernel_messages_become_valid_nbformat_outputs():
-    from jupyter_mcp.kernels import _output_from_msg
+    from jupyter_mcp.kernels.sessions import _output_from_msg
 
     five = _output_from_msg("display_data", {"data": {"text/plain": 5, "text/html": ["<b>", 7, None],
                                                       "application/json": {"a": [1]},

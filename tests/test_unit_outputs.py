@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jupyter_mcp import outputs
+from jupyter_mcp.notebooks import outputs
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 

@@ -1,11 +1,11 @@
-"""The heartbeat that keeps a long synchronous call alive (jupyter_mcp/progress.py), as logic."""
+"""The heartbeat that keeps a long synchronous call alive (jupyter_mcp/tools/progress.py), as logic."""
 
 from __future__ import annotations
 
 import asyncio
 
-from jupyter_mcp import progress
-from jupyter_mcp.progress import Heartbeat, beat_value, kept_alive, report
+from jupyter_mcp.tools import progress
+from jupyter_mcp.tools.progress import Heartbeat, beat_value, kept_alive, report
 
 
 def test_beats_climb_between_one_report_and_the_next():

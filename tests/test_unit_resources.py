@@ -7,8 +7,8 @@ import base64
 import pytest
 
 from jupyter_mcp.errors import NotebookError
-from jupyter_mcp.prompts import cited
-from jupyter_mcp.resources import Address, output_contents, parse
+from jupyter_mcp.tools.prompts import cited
+from jupyter_mcp.tools.resources import Address, output_contents, parse
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jupyter_mcp.search import EXCERPT_CHARS, cells_of_file, excerpt, search_cells
+from jupyter_mcp.notebooks.search import EXCERPT_CHARS, cells_of_file, excerpt, search_cells
 
 
 def test_matches_in_cell_then_line_order_with_sources_as_lists_or_text():

@@ -1,4 +1,4 @@
-"""The code's questions as pure logic (jupyter_mcp/stdin.py): the elicitation a prompt becomes, the
+"""The code's questions as pure logic (jupyter_mcp/tools/stdin.py): the elicitation a prompt becomes, the
 line an answer gives, who may be asked. The live path is tests/test_task_input.py."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from mcp_types import ClientCapabilities
 
-from jupyter_mcp.stdin import Refused, _call_asker, line_of, on_input, question
+from jupyter_mcp.tools.stdin import Refused, _call_asker, line_of, on_input, question
 from jupyter_mcp.tasks.binding import offers_elicitation
 
 

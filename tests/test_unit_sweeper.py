@@ -7,9 +7,9 @@ import logging
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
 
-from jupyter_mcp.activity import Activity
-from jupyter_mcp.rooms import Saved
-from jupyter_mcp.sweeper import Sweeper
+from jupyter_mcp.notebooks.activity import Activity
+from jupyter_mcp.notebooks.rooms import Saved
+from jupyter_mcp.notebooks.sweeper import Sweeper
 
 WROTE = Saved(True, wrote=True)
 
@@ -69,7 +69,7 @@ async def test_a_room_whose_save_failed_stays_open_is_retried_each_sweep_and_clo
     activity = Activity()
     long_idle(activity, "full")
     sweeper = Sweeper(rooms, activity, idle_timeout=0.5, interval=60)
-    with caplog.at_level(logging.WARNING, logger="jupyter_mcp.sweeper"):
+    with caplog.at_level(logging.WARNING, logger="jupyter_mcp.notebooks.sweeper"):
         assert await sweeper.sweep() == []
         assert await sweeper.sweep() == []
     assert activity.save_error("full") == "writing 'full.ipynb' failed: No space left on device"
@@ -85,7 +85,7 @@ async def test_an_unchanged_room_closes_and_a_deleted_notebook_s_room_closes_wit
     rooms = StandInRooms(read={"saves": Saved(True)}, gone={"saves": Saved(False, "'gone.ipynb' was deleted", gone=True)})
     activity = Activity()
     long_idle(activity, "read", "gone")
-    with caplog.at_level(logging.INFO, logger="jupyter_mcp.sweeper"):
+    with caplog.at_level(logging.INFO, logger="jupyter_mcp.notebooks.sweeper"):
         assert await Sweeper(rooms, activity, idle_timeout=0.5, interval=60).sweep() == ["read", "gone"]
     messages = [(r.levelno, r.getMessage()) for r in caplog.records]
     assert (logging.INFO, "jupyter_mcp: closed idle room read") in messages
@@ -117,7 +117,7 @@ async def test_the_flush_names_every_room_it_could_not_save_in_one_error_line(ca
     activity = Activity()
     for rid in rooms.table:
         activity.touch(rid)
-    with caplog.at_level(logging.ERROR, logger="jupyter_mcp.sweeper"):
+    with caplog.at_level(logging.ERROR, logger="jupyter_mcp.notebooks.sweeper"):
         unsaved = await Sweeper(rooms, activity, idle_timeout=600, interval=60).flush()
     assert len(unsaved) == 3
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]

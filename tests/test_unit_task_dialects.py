@@ -116,7 +116,7 @@ def test_the_raw_params_read_fails_loudly_when_fastmcp_moves_them():
 
 
 def test_the_tools_answered_with_a_task_exist():
-    from jupyter_mcp.tools import RUNS_CODE, TOOLS
+    from jupyter_mcp.tools.declarations import RUNS_CODE, TOOLS
 
     assert RUNS_CODE <= {fn.__name__ for fn, _ in TOOLS}
 

@@ -50,7 +50,7 @@ def _kinds() -> list[tuple[str, type]]:
 
 def _tables(app: Any) -> dict[str, int]:
     """Entries of jupyter-mcp's (and jupyter-collaboration's) tables kept per room, path or kernel."""
-    from jupyter_mcp import cells
+    from jupyter_mcp.notebooks import cells
 
     def size(owner: Any, *names: str) -> int:
         for name in names:
@@ -126,7 +126,7 @@ def snapshot(app: Any = None, release: bool = False) -> dict[str, Any]:
     """The counts, RSS and heap in use of this process (``release``: after the sweeper's
     ``release_memory``)."""
     if release:
-        from jupyter_mcp.sweeper import release_memory
+        from jupyter_mcp.notebooks.sweeper import release_memory
         release_memory()
     counts = count(app)
     return {"counts": counts, "rss_mb": round(rss_mb(), 1), "heap_mb": heap_mb(), "pid": os.getpid()}

@@ -22,7 +22,7 @@ from pycrdt import (Assoc, Awareness, Decoder, Doc, Encoder, Provider, StickyInd
 from tornado.httpclient import AsyncHTTPClient, HTTPRequest
 from tornado.websocket import websocket_connect
 
-from ..moves import state_vector
+from ..notebooks.moves import state_vector
 
 _RAW = 2  # jupyter-collaboration's message type of a save and its answer (JSON)
 

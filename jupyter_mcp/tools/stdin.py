@@ -26,17 +26,13 @@ from typing import Any
 from fastmcp.server.middleware import Middleware
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .tasks import hooks
-from .tasks.binding import offers_elicitation
+from ..kernels.sessions import OnInput, Refused
+from ..tasks import hooks
+from ..tasks.binding import offers_elicitation
 
 Ask = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]  # an elicitation/create request -> its result
-OnInput = Callable[[str, bool], Awaitable[str]]  # (prompt, password) -> the line to send; raises Refused
 
 _call_asker: ContextVar[Ask | None] = ContextVar("jupyter_mcp_call_asker", default=None)
-
-
-class Refused(Exception):
-    """The code gets no answer; the message says why (the run is interrupted)."""
 
 
 def question(prompt: str) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
 
-from .cells import CellType
+from ..notebooks.cells import CellType
 
 #: How a run ended, as the agent sees it: the kernel's answer ("aborted": the kernel refused the
 #: request because an earlier one failed just before), or "cancelled" in a task's partial result.

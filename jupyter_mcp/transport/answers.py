@@ -39,15 +39,14 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import JSONRPCError, JSONRPCResponse
 
-from .tools import RUNS_CODE
-
 log = logging.getLogger(__name__)
 
 _answer_json: ContextVar[bool] = ContextVar("jupyter_mcp_answer_json", default=False)
 
 
-def needs_stream(message: Any) -> bool:
-    """Whether a JSON-RPC message (decoded) may need its answer's stream (see the module)."""
+def needs_stream(message: Any, runs_code: frozenset[str]) -> bool:
+    """Whether a JSON-RPC message (decoded) may need its answer's stream (see the module);
+    ``runs_code`` names the tools whose synchronous call may need it."""
     if not isinstance(message, dict) or "id" not in message or not isinstance(message.get("method"), str):
         return True  # not one request: the SDK answers it as it always does
     params = message.get("params")
@@ -63,7 +62,7 @@ def needs_stream(message: Any) -> bool:
     arguments = params.get("arguments")
     if isinstance(arguments, dict) and arguments.get("stream") not in (None, False):
         return True
-    return params.get("name") in RUNS_CODE and "task" not in params
+    return params.get("name") in runs_code and "task" not in params
 
 
 class _ResponsesOnly:
@@ -106,11 +105,12 @@ class ChoosingTransport(StreamableHTTPServerTransport):
             raise ValueError("a ChoosingTransport chooses JSON per request; it has no JSON-only mode")
 
     @classmethod
-    def adopt(cls, transport: StreamableHTTPServerTransport) -> StreamableHTTPServerTransport:
+    def adopt(cls, transport: StreamableHTTPServerTransport, runs_code: frozenset[str]) -> StreamableHTTPServerTransport:
         """Make a transport the SDK just built (no request served yet) choose per request."""
         if transport.__dict__.pop("is_json_response_enabled", False):
             raise ValueError("the session manager answers JSON only: there is nothing to choose")
         transport.__class__ = cls
+        transport._runs_code = runs_code
         transport._request_streams = _RequestStreams(transport._request_streams)
         return transport
 
@@ -119,7 +119,7 @@ class ChoosingTransport(StreamableHTTPServerTransport):
             message = json.loads(await request.body())  # Starlette keeps the body for the SDK to read again
         except ValueError:
             message = None  # the SDK answers the parse error
-        token = _answer_json.set(not needs_stream(message))
+        token = _answer_json.set(not needs_stream(message, self._runs_code))
         try:
             await super()._handle_post_request(scope, request, receive, send)
         finally:
@@ -135,13 +135,14 @@ def session_manager_of(app: Any) -> StreamableHTTPSessionManager:
     raise RuntimeError("the MCP app has no session manager: its lifespan has not started")
 
 
-def choose_per_request(app: Any) -> None:
-    """Every 2025-11-25 session the app opens from now on answers JSON where it can."""
+def choose_per_request(app: Any, runs_code: frozenset[str]) -> None:
+    """Every 2025-11-25 session the app opens from now on answers JSON where it can
+    (``runs_code``: the tools whose synchronous call keeps its stream)."""
     manager = session_manager_of(app)
     admit = manager._admit_session
 
     def admit_choosing(*args: Any, **kwargs: Any) -> StreamableHTTPServerTransport | None:
         transport = admit(*args, **kwargs)
-        return ChoosingTransport.adopt(transport) if transport is not None else None
+        return ChoosingTransport.adopt(transport, runs_code) if transport is not None else None
 
     manager._admit_session = admit_choosing

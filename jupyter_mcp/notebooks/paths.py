@@ -17,7 +17,7 @@ import os
 import posixpath
 import stat
 
-from .errors import NotebookError
+from ..errors import NotebookError
 
 MAX_PATH_CHARS = 4096
 MAX_NAME_BYTES = 255

@@ -17,11 +17,13 @@ from fastmcp.tools.base import ToolResult
 from fastmcp.utilities.json_schema import compress_schema
 from pydantic import Field, TypeAdapter
 
-from . import outputs, permissions, views
-from .cells import CellType
-from .errors import NotebookError
-from .identity import Agent, calling_agent
-from .notebooks import Notebooks
+from .. import permissions
+from ..errors import NotebookError
+from ..identity import Agent, calling_agent
+from ..notebooks import outputs
+from ..notebooks.cells import CellType
+from . import views
+from .operations import Notebooks
 
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 EDIT = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}

@@ -16,9 +16,9 @@ from mcp.server.auth.middleware.bearer_auth import (
 )
 from tornado import web
 
+from ..identity import principal_of_handler, scope_user
+from ..permissions import SCOPE_KEY, Permissions
 from .answers import session_manager_of
-from .identity import principal_of_handler, scope_user
-from .permissions import SCOPE_KEY, Permissions
 from .tornado_asgi import ASGIApp, ASGIRequest
 
 MCP_PATH = "/mcp"

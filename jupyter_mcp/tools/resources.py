@@ -53,11 +53,12 @@ from mcp_types import (
 )
 from pydantic import Field
 
-from . import cells, files, outputs, permissions
-from .changes import describe_changes
-from .errors import NotebookError, logs_its_error
-from .identity import calling_agent
-from .rooms import LiveNotebook
+from .. import permissions
+from ..errors import NotebookError, logs_its_error
+from ..identity import calling_agent
+from ..notebooks import cells, files, outputs
+from ..notebooks.changes import describe_changes
+from ..notebooks.rooms import LiveNotebook
 
 SCHEME = "notebook://"
 NOTEBOOK_MIME = "application/x-ipynb+json"

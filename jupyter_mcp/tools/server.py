@@ -9,17 +9,17 @@ from typing import Any
 from fastmcp import FastMCP
 from fastmcp.tools import FunctionTool
 
-from ._version import __version__
-from .errors import KnownArguments, named_failures
-from .identity import principal_of
-from .notebooks import Notebooks
-from .tasks import TaskManager, TasksExtension
-from .permissions import Authorize
+from .._version import __version__
+from ..errors import KnownArguments, named_failures
+from ..identity import principal_of
+from ..permissions import Authorize
+from ..tasks import TaskManager, TasksExtension
+from .declarations import NEEDS, RUNS_CODE, TOOLS
+from .operations import Notebooks
 from .progress import KeepAlive
-from .stdin import ElicitInput
 from .prompts import PROMPTS
 from .resources import NotebookResources, Subscriptions
-from .tools import NEEDS, RUNS_CODE, TOOLS
+from .stdin import ElicitInput
 
 INSTRUCTIONS = """\
 Tools for the live Jupyter notebooks of this server. Every notebook and cell tool

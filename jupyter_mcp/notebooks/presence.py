@@ -22,8 +22,8 @@ from typing import Any
 
 from pycrdt import Awareness, Doc, create_awareness_message
 
+from ..identity import Agent
 from .cursors import head_of
-from .identity import Agent
 
 log = logging.getLogger(__name__)
 

@@ -18,13 +18,14 @@ from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from . import cells, outputs, progress, stdin
-from .activity import Activity
-from .errors import NotebookError, logs_its_error
-from .kernels import Execution, Kernels, OnEvent, OutputEvent
+from ..errors import NotebookError, logs_its_error
+from ..kernels.sessions import Execution, Kernels, OnEvent, OutputEvent
+from ..notebooks import cells, outputs
+from ..notebooks.activity import Activity
+from ..notebooks.rooms import LiveNotebook, Rooms
+from ..tasks import record_output, register_interrupt, report_status
+from . import progress, stdin
 from .resources import cell_resource
-from .rooms import LiveNotebook, Rooms
-from .tasks import record_output, register_interrupt, report_status
 
 RUNNING_MARK_SEC = 0.05  # a cell still silent after this shows as running ([*]) at once
 CANCELLED = "cancelled: no further cell was run"  # a notebook run's task was cancelled

@@ -17,8 +17,8 @@ import nbformat
 from jupyter_core.utils import ensure_async
 from tornado import web
 
+from ..errors import NotebookError
 from .cells import check_source
-from .errors import NotebookError
 from .paths import NOTEBOOK_SUFFIX, PathError, canonical_path, hidden_part, real_file, to_os_path
 
 _create_lock = asyncio.Lock()

@@ -10,12 +10,12 @@ from fastmcp.prompts import Message
 from mcp_types import EmbeddedResource, TextResourceContents
 from pydantic import Field
 
-from .cells import read_all
-from .errors import NotebookError
-from .identity import Agent, calling_agent
-from .notebooks import Notebooks
+from ..errors import NotebookError
+from ..identity import Agent, calling_agent
+from ..notebooks.cells import read_all
+from .declarations import NOTEBOOKS
+from .operations import Notebooks
 from .resources import CELL_MIME, cell_resource, dumps
-from .tools import NOTEBOOKS
 
 MAX_CITED = 50  # cells one citation embeds
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")

@@ -32,9 +32,8 @@ from typing import Any, Literal
 
 from jupyter_core.utils import ensure_async
 
-from .errors import NotebookError, logs_its_error
-from .kernel_clients import ConnectionClosed, is_remote, kernel_client
-from .stdin import OnInput, Refused
+from ..errors import NotebookError, logs_its_error
+from .clients import ConnectionClosed, is_remote, kernel_client
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +50,12 @@ INTERRUPT_GRACE_SEC = 5.0  # how long to wait for the kernel to settle after an 
 READY_TIMEOUT_SEC = 60.0  # a kernel that does not answer by then is broken
 #: Jupyter Server's events for kernel starts, restarts, interrupts and shutdowns.
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
+
+OnInput = Callable[[str, bool], Awaitable[str]]  # (prompt, password) -> the line to send; raises Refused
+
+
+class Refused(Exception):
+    """The code gets no answer; the message says why (the run is interrupted)."""
 
 
 class KernelDied(NotebookError):

@@ -15,17 +15,19 @@ from fastmcp import Context
 from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
-from . import cells, changes, execution, files, memory, moves, outputs, permissions, presence, search
-from .activity import Activity
-from .cells import CellType
-from .cursors import Positions
-from .errors import NotebookError
-from .identity import Agent
-from .kernels import Kernels
-from .paths import canonical_path, read_real_file
-from .presence import AgentPresence
+from .. import permissions
+from ..errors import NotebookError
+from ..identity import Agent
+from ..kernels.sessions import Kernels
+from ..notebooks import cells, changes, files, memory, moves, outputs, presence, search
+from ..notebooks.activity import Activity
+from ..notebooks.cells import CellType
+from ..notebooks.cursors import Positions
+from ..notebooks.paths import canonical_path, read_real_file
+from ..notebooks.presence import AgentPresence
+from ..notebooks.rooms import LiveNotebook, Rooms, file_id_of
+from . import execution
 from .resources import cell_resource
-from .rooms import LiveNotebook, Rooms, file_id_of
 
 
 class Notebooks:

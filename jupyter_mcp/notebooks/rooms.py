@@ -37,8 +37,8 @@ from jupyter_ydoc import YNotebook
 from jupyter_ydoc.utils import cast_all
 from pycrdt import Doc, Map
 
+from ..errors import NotebookError, logs_its_error
 from . import cells, memory
-from .errors import NotebookError, logs_its_error
 from .fileids import Reattaching, lost_path
 from .paths import canonical_path, hidden_part, read_real_file, real_file, to_os_path
 

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pycrdt import Array, Map, Text
 
-from .errors import NotebookError
+from ..errors import NotebookError
 
 CellType = Literal["code", "markdown", "raw"]
 
