@@ -8,11 +8,15 @@ import asyncio
 import queue
 from types import SimpleNamespace
 
+import pytest
+
 from jupyter_mcp.tools import execution
 from jupyter_mcp.kernels.sessions import Kernels
 from jupyter_mcp.tasks.hooks import current_task
 from jupyter_mcp.tasks.manager import _Run
 from jupyter_mcp.tasks.records import TaskRecord
+
+pytestmark = pytest.mark.unit
 
 MSG_ID = "run-1"
 
@@ -112,7 +116,7 @@ NB = SimpleNamespace(path="nb.ipynb", kernelspec_name=lambda: None)
 
 async def run_as_tool(kernels: Kernels, code: str, timeout: float = 5):
     """What code_execute does: the run started with its stop registered."""
-    return await execution.scratch(kernels, NB, code, timeout, None)
+    return await execution.Runs(None, None, kernels).scratch(NB, code, timeout, None)
 
 
 async def test_on_start_gets_the_interrupt_before_the_code_is_sent():

@@ -7,6 +7,7 @@ collaborators arrive injected: the operations (``Notebooks``) and the agent maki
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
@@ -20,10 +21,14 @@ from pydantic import Field, TypeAdapter
 from .. import permissions
 from ..errors import NotebookError
 from ..identity import Agent, calling_agent
-from ..notebooks import outputs
+from ..notebooks import cells, changes, files, moves, outputs, presence, search
 from ..notebooks.cells import CellType
+from ..notebooks.cursors import Positions
+from ..notebooks.paths import canonical_path, read_real_file
+from ..notebooks.rooms import file_id_of
 from . import views
-from .operations import Notebooks
+from .execution import ClientStream
+from .operations import Notebooks, agent_cell, insert_cell, read_answer
 
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "openWorldHint": False}
 EDIT = {"readOnlyHint": False, "destructiveHint": False, "idempotentHint": False, "openWorldHint": False}
@@ -95,7 +100,8 @@ async def notebook_list(
     {"notebooks": [{"path", "size", "last_modified"}, ...]} sorted by path; each
     path can be passed to any other tool as is. Reads the files on disk.
     """
-    return await nbs.list_notebooks(folder)
+    folder = canonical_path(nbs.root_dir, folder, notebook=False)  # a walk of a large workspace: in a thread
+    return views.NotebookList(notebooks=await asyncio.to_thread(files.list_notebooks, nbs.root_dir, folder))
 
 
 MAX_FILES = 1000  # the most entries one file_list answers
@@ -125,7 +131,10 @@ async def file_list(
     relative to the workspace root, ready for other tools. An unknown folder is an
     error. Reads the files on disk.
     """
-    return await nbs.list_files(folder, pattern, max_depth, start_index, max_entries)
+    folder = canonical_path(nbs.root_dir, folder, notebook=False)
+    entries, more = await asyncio.to_thread(files.list_files, nbs.root_dir, folder, pattern, max_depth,
+                                            start_index, max_entries)
+    return views.FileList(folder=folder, entries=entries, next_index=start_index + len(entries) if more else None)
 
 
 @tool(EDIT, permissions.CREATE)
@@ -148,7 +157,7 @@ async def notebook_create(
     existing file is never overwritten: creating a path that exists is an error.
     Returns {"path", "kernel_name", "cell_ids"}.
     """
-    return await nbs.create(path, kernel_name, cells)
+    return await files.create_notebook(nbs.serverapp, canonical_path(nbs.root_dir, path), kernel_name, cells)
 
 
 @tool(READ_ONLY, permissions.READ, output=views.Notebook)
@@ -187,8 +196,22 @@ async def notebook_get(
     if mode == "full" and max_cells > MAX_CELLS:
         raise NotebookError(f"max_cells is at most {MAX_CELLS} in full mode ({MAX_OUTLINE_CELLS} in outline mode); "
                             f"got {max_cells}")
-    return await nbs.get(path, agent, include_outputs, max_output_chars, start_index, max_cells, max_image_bytes,
-                         outline=mode == "outline")
+    # At most max_cells cells: an answer built and sent in one piece holds the event loop for as
+    # long as it takes (20,000 cells: seconds).
+    nb = await nbs.open(path, agent)
+    every = await cells.read_all(nb.doc)
+    if start_index and start_index >= len(every):
+        raise NotebookError(f"start_index {start_index} is past the last cell: the notebook has {len(every)} cells")
+    stop = min(len(every), start_index + max_cells)
+    images = outputs.Images(max_image_bytes or None)
+    if mode == "outline":
+        shown: list[Any] = [cells.outline_view(every[i], i) for i in range(start_index, stop)]
+    else:
+        shown = [agent_cell(nb.path, cells.cell_view(every[i], i), include_outputs, max_output_chars, images)
+                 for i in range(start_index, stop)]
+    return read_answer(views.Notebook(path=nb.path, room_id=nb.room_id, cell_count=len(every), metadata=nb.metadata(),
+                                      start_index=start_index, next_index=stop if stop < len(every) else None,
+                                      cells=shown), images)
 
 
 @tool(READ_ONLY, permissions.READ)
@@ -213,7 +236,40 @@ async def notebook_search(
     from 1 within the source or the output's text; `truncated` says there were more than
     max_results (narrow the query, the folder or the notebook). Opens no room.
     """
-    return await nbs.search(query, path, folder, case_sensitive, include_outputs, max_results)
+    if not query:
+        raise NotebookError("query is empty: pass the text to find")
+    if len(query) > search.MAX_QUERY_CHARS:
+        raise NotebookError(f"query is {len(query)} characters long; at most {search.MAX_QUERY_CHARS}")
+    if "\n" in query or "\r" in query:
+        raise NotebookError("query holds a line break; the search matches within one line")
+    if path is not None and folder:
+        raise NotebookError("give path (one notebook) or folder, not both")
+    if path is not None:
+        targets = [nbs.rooms.existing(path)]
+    else:
+        folder = canonical_path(nbs.root_dir, folder, notebook=False)
+        targets = [n["path"] for n in await asyncio.to_thread(files.list_notebooks, nbs.root_dir, folder)]
+    # Each notebook as people see it now: its live document if a room is open (unsaved edits
+    # included), else its file. Files are read and searched in worker threads.
+    live = nbs.rooms.open_notebooks()
+    matches: list[views.SearchMatch] = []
+    unreadable: list[str] = []
+    more = False
+    for target in targets:
+        nb = live.get(target)
+        try:
+            every = (await cells.read_all(nb.doc) if nb is not None else
+                     search.cells_of_file(await asyncio.to_thread(read_real_file, nbs.root_dir, target)))
+        except (OSError, ValueError, NotebookError):  # gone, swapped for a link, or not a notebook's JSON
+            unreadable.append(target)
+            continue
+        found, more = await asyncio.to_thread(search.search_cells, every, query, case_sensitive,
+                                              include_outputs, max_results - len(matches))
+        matches.extend({"path": target, **match} for match in found)  # type: ignore[misc]
+        if more:
+            break
+    return views.SearchResult(query=query, matches=matches, truncated=more, notebooks_searched=len(targets),
+                              unreadable=unreadable)
 
 
 @tool(READ_ONLY, permissions.READ)
@@ -232,7 +288,9 @@ async def notebook_watch(
     "cell_type", "metadata", "cells_inserted", "cells_deleted",
     "notebook_metadata". Pair with notebook_get to read the new state.
     """
-    return await nbs.watch(path, agent, timeout)
+    nb = await nbs.open(path, agent)
+    with nbs.activity.running(nb.room_id):
+        return await changes.watch(nb, timeout)
 
 
 @tool(READ_ONLY, permissions.READ)
@@ -246,7 +304,12 @@ async def notebook_list_users(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.U
     on" is that cell. If nobody has the notebook open there is no room, and
     "users" is [] (this call never opens one).
     """
-    return await nbs.users(path)
+    nb = nbs.rooms.find(path)  # never opens a room
+    people = presence.users(nb.room) if nb is not None else []
+    heads = presence.cursors(nb.room) if nb is not None else {}
+    cells_of = await asyncio.to_thread(Positions(nb.doc.ydoc).cells_of, heads) if nb is not None and heads else {}
+    return views.Users(path=nbs.rooms.canonical(path), room_open=nb is not None,
+                       users=[{**person, "cell_id": cells_of.get(person["client_id"])} for person in people])
 
 
 @tool(READ_ONLY, permissions.READ, output=views.Cell)
@@ -261,7 +324,10 @@ async def cell_get(
     "attachments", "metadata"}, outputs summarised for reading and images attached as
     in notebook_get. An unknown cell_id or an out-of-range index is an error.
     """
-    return await nbs.cell(path, agent, cell_id, index, max_output_chars, max_image_bytes)
+    nb = await nbs.open(path, agent)
+    i = cells.locate(nb.doc, cell_id, index)
+    images = outputs.Images(max_image_bytes or None)
+    return read_answer(agent_cell(nb.path, cells.cell_view(nb.doc.ycells[i], i), True, max_output_chars, images), images)
 
 
 @tool(EDIT, permissions.EDIT)
@@ -283,7 +349,12 @@ async def cell_update(
     included) to what it is now. Unknown cell_id, bad index or bad cell_type:
     an error, and nothing is changed.
     """
-    return await nbs.update(path, agent, source, cell_id, index, cell_type)
+    nb = await nbs.open_for_edit(path, agent)
+    i = cells.locate(nb.doc, cell_id, index)
+    before = str(nb.doc.ycells[i]["source"])
+    cells.update(nb.doc, i, source, cell_type)
+    await nbs.edited(nb)
+    return views.UpdatedCell(**cells.brief(nb.doc.ycells[i], i), diff=await asyncio.to_thread(cells.diff, before, source))
 
 
 @tool(EDIT, permissions.EDIT)
@@ -301,7 +372,10 @@ async def cell_insert(
     Put it at `index`, right after `after_cell_id`, or (neither given) at the end.
     Returns {"id", "index", "cell_count"}: keep the id to address the cell later.
     """
-    return await nbs.insert(path, agent, source, cell_type, index, after_cell_id)
+    nb = await nbs.open_for_edit(path, agent)
+    new_id, position = insert_cell(nb, source, cell_type, index, after_cell_id)
+    await nbs.edited(nb)
+    return views.InsertedCell(id=new_id, index=position, cell_count=len(nb.doc.ycells))
 
 
 @tool(EDIT, permissions.EDIT)
@@ -325,7 +399,14 @@ async def cell_edit(
     "cell_type", "source", "replacements", "diff"} (a unified diff of the source). `old` absent or ambiguous: an error that says
     so, and nothing is changed.
     """
-    return await nbs.edit(path, agent, old, new, replace_all, cell_id, index)
+    nb = await nbs.open_for_edit(path, agent)
+    i = cells.locate(nb.doc, cell_id, index)
+    before = str(nb.doc.ycells[i]["source"])
+    replaced = cells.edit(nb.doc, i, old, new, replace_all)
+    await nbs.edited(nb)
+    edited = cells.brief(nb.doc.ycells[i], i)
+    return views.EditedCell(**edited, replacements=replaced,
+                            diff=await asyncio.to_thread(cells.diff, before, edited["source"]))
 
 
 @tool(EDIT, permissions.EDIT)
@@ -346,7 +427,12 @@ async def cell_move(
     into the moved cell, and their delete or move wins. Returns {"id", "index",
     "from_index", "cell_count"}.
     """
-    return await nbs.move(path, agent, cell_id, index, to_index)
+    nb = await nbs.open_for_edit(path, agent)
+    i = cells.locate(nb.doc, cell_id, index)
+    moves.move(nb.room, nb.doc, i, to_index)
+    await nbs.edited(nb)
+    return views.MovedCell(id=cells.id_of(nb.doc.ycells[to_index]), index=to_index, from_index=i,
+                           cell_count=len(nb.doc.ycells))
 
 
 @tool(DELETE, permissions.EDIT)
@@ -365,7 +451,22 @@ async def cell_clear_outputs(
     [ids left as they are]}. A running cell is not cleared (its run is writing its
     outputs): naming one is an error; all_cells lists it under "running".
     """
-    return await nbs.clear_outputs(path, agent, cell_id, index, all_cells)
+    if all_cells and (cell_id is not None or index is not None):
+        raise NotebookError("give cell_id or index to clear one cell, or all_cells=true, not both")
+    nb = await nbs.open_for_edit(path, agent)
+    targets = range(len(nb.doc.ycells)) if all_cells else [cells.locate(nb.doc, cell_id, index)]
+    cleared, running = [], []
+    for i in targets:
+        ycell = nb.doc.ycells[i]
+        if ycell.get("execution_state") == "running" and cells.is_code(nb.doc, i):
+            if not all_cells:
+                raise NotebookError(f"cell {i} is running: its run is writing its outputs; interrupt it "
+                                    "(or wait for it) first")
+            running.append(cells.id_of(ycell))
+        elif cells.clear_outputs(nb.doc, i):
+            cleared.append(cells.id_of(ycell))
+    await nbs.edited(nb)
+    return views.ClearedOutputs(path=nb.path, cleared=cleared, running=running)
 
 
 @tool(DELETE, permissions.EDIT)
@@ -387,7 +488,21 @@ async def cell_delete(
     insert it again from this answer (cell_insert with its source and type at
     its index); its outputs are not kept.
     """
-    return await nbs.delete(path, agent, cell_id, index, cell_ids)
+    nb = await nbs.open_for_edit(path, agent)
+    if cell_ids is None:
+        indexes = [cells.locate(nb.doc, cell_id, index)]
+    elif cell_id is not None or index is not None:
+        raise NotebookError("pass cell_ids alone, or one cell's cell_id or index")
+    elif not cell_ids:
+        raise NotebookError("cell_ids is empty: name at least one cell")
+    elif len(set(cell_ids)) < len(cell_ids):
+        twice = sorted({i for i in cell_ids if cell_ids.count(i) > 1})
+        raise NotebookError(f"cell_ids names {twice} more than once; name each cell once")
+    else:
+        indexes = [cells.locate(nb.doc, one) for one in cell_ids]
+    gone = cells.delete(nb.doc, indexes)
+    await nbs.edited(nb)
+    return views.DeletedCells(deleted=gone, cell_count=len(nb.doc.ycells))
 
 
 @tool(RUN, permissions.RUN_CELL, output=views.Execution)
@@ -417,7 +532,9 @@ async def cell_execute(
     input_required) when your client can answer; otherwise it fails at once.
     For long runs, call as a task.
     """
-    return await nbs.run_cell(path, agent, cell_id, index, timeout, stream, ctx, max_output_chars)
+    nb = await nbs.open_to_run(path, agent)
+    return await nbs.runs.cell(nb, cell_id=cell_id, index=index, timeout=timeout,
+                               client=ClientStream(ctx) if stream else None, max_chars=max_output_chars)
 
 
 @tool(RUN, permissions.RUN_CELL, output=views.Execution)
@@ -442,8 +559,13 @@ async def cell_insert_execute(
     bad or you may not run code; a cell that raised is a failed call (isError) whose
     cell stays. For long runs, call as a task.
     """
-    return await nbs.insert_and_run(path, agent, source, index, after_cell_id, timeout, stream, ctx,
-                                    max_output_chars)
+    nb = await nbs.open_to_run(path, agent)  # refused before the cell is made if it could not run
+    if not source.strip():
+        raise NotebookError("source is empty: pass the code the new cell runs")
+    new_id, _ = insert_cell(nb, source, "code", index, after_cell_id)
+    await nbs.edited(nb)
+    return await nbs.runs.cell(nb, cell_id=new_id, index=None, timeout=timeout,
+                               client=ClientStream(ctx) if stream else None, max_chars=max_output_chars)
 
 
 @tool(RUN, permissions.RUN_CELL, output=views.NotebookRun)
@@ -477,8 +599,10 @@ async def notebook_execute(
     the running cell and runs no further one (a synchronous call you cancel lets the running
     cell finish and runs no further one).
     """
-    return await nbs.run_notebook(path, agent, start_index, stop_index, timeout, continue_on_error, ctx,
-                                  max_output_chars, max_image_bytes)
+    nb = await nbs.open_to_run(path, agent)
+    return await nbs.runs.cells(nb, start=start_index, stop=stop_index, timeout=timeout,
+                                continue_on_error=continue_on_error, ctx=ctx, max_chars=max_output_chars,
+                                max_image_bytes=max_image_bytes)
 
 
 @tool(RUN, permissions.RUN_CODE, output=views.Execution)
@@ -499,7 +623,10 @@ async def code_execute(
     person's JupyterLab tab) but nothing is written into the notebook. Same
     answer shape as cell_execute.
     """
-    return await nbs.run_code(path, agent, code, timeout, stream, ctx, max_output_chars)
+    nb = await nbs.open(path, agent)
+    await nbs.may_start_kernel(nb, agent)
+    return await nbs.runs.code(nb, code=code, timeout=timeout, client=ClientStream(ctx) if stream else None,
+                               max_chars=max_output_chars)
 
 
 @tool(READ_ONLY, permissions.LIST_KERNELS)
@@ -512,7 +639,7 @@ async def kernel_list(nbs: Notebooks = NOTEBOOKS) -> views.Kernels:
     session uses the kernel (a person's tab and the agent share it); `connections` counts
     the websockets connected (JupyterLab tabs). Pass a kernelspec name to kernel_select.
     """
-    return await nbs.kernel_list()
+    return await nbs.kernels.listing()
 
 
 @tool({**EDIT, "idempotentHint": True}, permissions.MANAGE_KERNEL)
@@ -523,7 +650,10 @@ async def kernel_interrupt(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.Note
     Variables are kept. Returns {"path", "kernel_id", "kernel_name", "execution_state"}.
     A notebook with no running kernel: an error, and nothing is started.
     """
-    return await nbs.kernel_interrupt(path)
+    path = nbs.rooms.canonical(path)
+    kernel_id = await nbs.kernels.kernel_of(path)
+    await nbs.kernels.interrupt(kernel_id)
+    return views.NotebookKernel(path=path, **nbs.kernels.model(kernel_id))
 
 
 @tool(DELETE, permissions.MANAGE_KERNEL)
@@ -534,7 +664,10 @@ async def kernel_restart(path: Path, nbs: Notebooks = NOTEBOOKS) -> views.Notebo
     {"path", "kernel_id", "kernel_name", "execution_state"} once the kernel is back. A
     notebook with no running kernel: an error, and nothing is started.
     """
-    return await nbs.kernel_restart(path)
+    path = nbs.rooms.canonical(path)
+    kernel_id = await nbs.kernels.kernel_of(path)
+    await nbs.kernels.restart(kernel_id)
+    return views.NotebookKernel(path=path, **nbs.kernels.model(kernel_id))
 
 
 @tool(DELETE, permissions.SELECT_KERNEL)
@@ -553,7 +686,13 @@ async def kernel_select(
     "kernel_id", "kernel_name", "execution_state"}. An unknown kernelspec: an error naming
     the ones there are, and nothing changes.
     """
-    return await nbs.kernel_select(path, agent, kernel_name)
+    nb = await nbs.open_for_edit(path, agent)
+    kernel_id, spec = await nbs.kernels.select(nb.path, kernel_name)  # the session's kernel, then the metadata:
+    nb = await nbs.rooms.current(nb)                                    # both, or neither
+    nb.set_metadata("kernelspec", {"name": kernel_name, "display_name": spec.get("display_name", kernel_name),
+                                   "language": spec.get("language", "")})
+    await nbs.edited(nb)
+    return views.NotebookKernel(path=nb.path, **nbs.kernels.model(kernel_id))
 
 
 @tool(READ_ONLY, permissions.READ)
@@ -568,4 +707,16 @@ async def room_list(nbs: Notebooks = NOTEBOOKS) -> views.Rooms:
     stays open and is saved again at each sweep until that works; save_error says why,
     naming the file (null when saved is true).
     """
-    return await nbs.room_list()
+    sessions = await nbs.serverapp.session_manager.list_sessions()
+    with_kernel = {s.get("path") for s in sessions if s.get("kernel")}
+    described = []
+    for room_id, room in nbs.rooms.document_rooms():
+        where, lost = nbs.rooms.whereabouts(room_id, room)
+        error = lost or nbs.activity.save_error(room_id)
+        people = presence.users(room)
+        described.append(views.Room(room_id=room_id, path=where, file_id=file_id_of(room_id),
+                                    users=[u["display_name"] for u in people], user_count=len(people),
+                                    clients=len(room.clients), has_kernel=where in with_kernel,
+                                    idle_seconds=nbs.activity.idle_seconds(room_id), saved=error is None,
+                                    save_error=error))
+    return views.Rooms(rooms=described)

@@ -233,18 +233,6 @@ class _Stop:
         self.kernel_interrupt = interrupt
 
 
-async def _run(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float, on_output: OnEvent | None,
-               stop: _Stop, on_sent: Callable[[], None] | None = None, stop_on_error: bool = True) -> Execution:
-    """``Kernels.run`` with the stop told when the code is sent."""
-    async def on_start(interrupt: Any) -> None:
-        stop.sent(interrupt)
-        if on_sent is not None:
-            on_sent()
-
-    return await kernels.run_for(nb.path, nb.kernelspec_name(), code, timeout=timeout, on_start=on_start,
-                                 on_event=on_output, stop_on_error=stop_on_error, on_input=stdin.on_input())
-
-
 def _start(work: Callable[[_Stop], Awaitable[Execution]], stop: _Stop) -> asyncio.Future[Execution]:
     """Start ``work(stop)`` as its own task, which the stop cancels until the code is sent."""
     run = asyncio.ensure_future(work(stop))
@@ -259,64 +247,6 @@ async def _stoppable(work: Callable[[_Stop], Awaitable[Execution]]) -> asyncio.F
     run = _start(work, stop)
     await register_interrupt(stop)
     return run
-
-
-def _in_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, at: int, timeout: float,
-             client: ClientStream | None, partial: _PartialOutputs,
-             stop_on_error: bool = True) -> tuple[CellRun, Callable[[_Stop], Awaitable[Execution]]]:
-    """The run of the code cell at ``at``, live in the document: its ``CellRun`` and its work."""
-    ycell = nb.doc.ycells[at]
-    source = str(ycell.get("source", ""))
-    run = CellRun(rooms, activity, nb, str(ycell.get("id")), at, client)
-
-    async def live(stop: _Stop) -> Execution:
-        execution: Execution | None = None
-        with activity.running(nb.room_id):
-            try:
-                execution = await _run(kernels, nb, source, timeout, partial.recording(run.output), stop,
-                                       on_sent=run.start, stop_on_error=stop_on_error)
-            finally:
-                await run.finish(execution)
-        return execution
-
-    return run, live
-
-
-async def run_cell(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, cell_id: str | None,
-                   index: int | None, timeout: float, client: ClientStream | None, max_chars: int) -> ToolResult:
-    i = cells.locate(nb.doc, cell_id, index)
-    if not cells.is_code(nb.doc, i):
-        raise NotebookError(f"cell {i} is a {nb.doc.ycells[i].get('cell_type')} cell; only code cells run")
-    partial = _PartialOutputs()
-    record_output(partial)
-    run, live = _in_cell(rooms, activity, kernels, nb, i, timeout, client, partial)
-    # Shielded: a client that disconnects mid-call does not stop the cell; it runs to its
-    # end and its outputs land in the document. A task's cancel goes through the run's
-    # stop instead: a run that has not sent its code yet never sends it, a running one is
-    # interrupted and ends at once with the cell complete.
-    inner = await _stoppable(live)
-    inner.add_done_callback(logs_its_error("a cell run whose caller had left"))
-    execution = await asyncio.shield(inner)
-    resource = cell_resource(nb.path, run.cell_id)
-    return answer(execution, {"path": nb.path, "cell_id": run.cell_id}, max_chars,
-                  rest=f"{outputs.IN_THE_NOTEBOOK}: resource {resource}", resource=resource)
-
-
-async def run_code(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float, client: ClientStream | None,
-                   max_chars: int) -> ToolResult:
-    if not code.strip():
-        raise NotebookError("code is empty: pass the code to run")
-    execution = await scratch(kernels, nb, code, timeout, client)
-    return answer(execution, {"path": nb.path}, max_chars, rest=None)  # scratch code: nothing else keeps its outputs
-
-
-async def scratch(kernels: Kernels, nb: LiveNotebook, code: str, timeout: float,
-                  client: ClientStream | None) -> Execution:
-    """Code run in the notebook's kernel outside any cell, with the task hooks wired."""
-    partial = _PartialOutputs()
-    record_output(partial)
-    on_output = partial.recording((lambda event, so_far: client.send(event)) if client is not None else None)
-    return await (await _stoppable(lambda stop: _run(kernels, nb, code, timeout, on_output, stop)))
 
 
 class _NotebookStop:
@@ -412,72 +342,144 @@ class _NotebookProgress:
                           structured_content=structured, is_error=status != "ok")
 
 
-async def run_cells(rooms: Rooms, activity: Activity, kernels: Kernels, nb: LiveNotebook, start: int,
-                    stop: int | None, timeout: float, continue_on_error: bool, ctx: Context | None,
-                    max_chars: int, max_image_bytes: int) -> ToolResult:
-    """Run the code cells from ``start`` to ``stop`` (exclusive) one after the other, each live in
-    the document as ``run_cell`` runs it. The cells are those there when the call began, found
-    again by id before each run (people may edit, move or delete cells meanwhile): a cell that is
-    gone, or is no longer a code cell, is skipped. Stops at the first cell that does not end ok
-    unless ``continue_on_error``. A task's cancel stops the running cell and starts no other; a
-    call its client cancels lets the running cell finish (shielded, as ``run_cell``'s), and
-    starts no other."""
-    every = cells.snapshot(nb.doc)
-    count = len(every)
-    end = count if stop is None else stop
-    if not 0 <= start <= count or not start <= end <= count:
-        raise NotebookError(f"the range [{start}, {end}) is not within the notebook's {count} cells "
-                            f"(start_index from 0 to {count}, stop_index from start_index to {count})")
-    targets = [(str(c.get("id")), i) for i, c in enumerate(every[start:end], start)
-               if isinstance(c, dict) and c.get("cell_type") == "code"]
-    halt = _NotebookStop()
-    await register_interrupt(halt)
-    progress = _NotebookProgress(ctx, nb.path, len(targets), max_chars, max_image_bytes)
-    record_output(progress)
-    message = None
-    for done, (cell_id, hint) in enumerate(targets):
-        await progress.starting(done, cell_id)
-        try:
-            nb = await rooms.current(nb)
-        except NotebookError as exc:
-            message = f"stopped: {exc}"
-            break
-        at = cells.find(nb.doc, cell_id, hint)  # from here to the run's start, no await: it stays at
-        if at is None or not cells.is_code(nb.doc, at):
-            reason = "deleted" if at is None else f"it became a {nb.doc.ycells[at].get('cell_type')} cell"
-            progress.skipped.append({"cell_id": cell_id, "reason": reason})
-            continue
-        if halt.requested:
-            message = CANCELLED
-            break
+class Runs:
+    """Code run in a notebook's kernel, live in its document: a cell, a range of cells, or
+    scratch code. Holds what every run needs (the rooms, the activity, the kernels)."""
+
+    def __init__(self, rooms: Rooms, activity: Activity, kernels: Kernels) -> None:
+        self.rooms = rooms
+        self.activity = activity
+        self.kernels = kernels
+
+    async def cell(self, nb: LiveNotebook, *, cell_id: str | None, index: int | None, timeout: float,
+                   client: ClientStream | None, max_chars: int) -> ToolResult:
+        """Run the code cell ``cell_id`` (or at ``index``), live in the document."""
+        i = cells.locate(nb.doc, cell_id, index)
+        if not cells.is_code(nb.doc, i):
+            raise NotebookError(f"cell {i} is a {nb.doc.ycells[i].get('cell_type')} cell; only code cells run")
         partial = _PartialOutputs()
-        run, live = _in_cell(rooms, activity, kernels, nb, at, timeout, None, partial,
-                             stop_on_error=not continue_on_error)
-        progress.current = (cell_id, at, partial)
-        halt.current = _Stop()
-        inner = _start(live, halt.current)
+        record_output(partial)
+        run, live = self._in_cell(nb, i, timeout, client, partial)
+        # Shielded: a client that disconnects mid-call does not stop the cell; it runs to its
+        # end and its outputs land in the document. A task's cancel goes through the run's
+        # stop instead: a run that has not sent its code yet never sends it, a running one is
+        # interrupted and ends at once with the cell complete.
+        inner = await _stoppable(live)
         inner.add_done_callback(logs_its_error("a cell run whose caller had left"))
-        try:
-            execution = await asyncio.shield(inner)  # a caller that leaves lets this cell finish
-        except asyncio.CancelledError:
-            if not inner.cancelled():
-                raise  # the caller went away: no further cell starts
-            message = "cancelled before this cell's code reached the kernel: no further cell was run"
-            break
-        except NotebookError as exc:  # the kernel died: what ran so far is still the answer
-            execution = Execution(status="error", outputs=partial.outputs, message=str(exc))
-        finally:
-            progress.current = None
-            halt.current = None
-        progress.ran.append((cell_id, run.index, execution))
-        if halt.requested:
-            message = CANCELLED
-            break
-        if execution.status != "ok" and not continue_on_error:
-            message = f"stopped at cell {run.index}, which ended {execution.status} (continue_on_error runs on)"
-            break
-    ran = {cell_id for cell_id, _, _ in progress.ran} | {s["cell_id"] for s in progress.skipped}
-    not_run = [cell_id for cell_id, _ in targets if cell_id not in ran]
-    if not not_run:
-        await progress.say(len(targets), "done")
-    return progress.answer(not_run, message if not_run or halt.requested else None)
+        execution = await asyncio.shield(inner)
+        resource = cell_resource(nb.path, run.cell_id)
+        return answer(execution, {"path": nb.path, "cell_id": run.cell_id}, max_chars,
+                      rest=f"{outputs.IN_THE_NOTEBOOK}: resource {resource}", resource=resource)
+
+    async def code(self, nb: LiveNotebook, *, code: str, timeout: float, client: ClientStream | None,
+                   max_chars: int) -> ToolResult:
+        """Run ``code`` in the notebook's kernel, outside any cell."""
+        if not code.strip():
+            raise NotebookError("code is empty: pass the code to run")
+        execution = await self.scratch(nb, code, timeout, client)
+        return answer(execution, {"path": nb.path}, max_chars, rest=None)  # scratch code: nothing else keeps its outputs
+
+    async def scratch(self, nb: LiveNotebook, code: str, timeout: float, client: ClientStream | None) -> Execution:
+        """Code run in the notebook's kernel outside any cell, with the task hooks wired."""
+        partial = _PartialOutputs()
+        record_output(partial)
+        on_output = partial.recording((lambda event, so_far: client.send(event)) if client is not None else None)
+        return await (await _stoppable(lambda stop: self._run(nb, code, timeout, on_output, stop)))
+
+    async def cells(self, nb: LiveNotebook, *, start: int, stop: int | None, timeout: float,
+                    continue_on_error: bool, ctx: Context | None, max_chars: int, max_image_bytes: int) -> ToolResult:
+        """Run the code cells from ``start`` to ``stop`` (exclusive) one after the other, each live in
+        the document as ``cell`` runs it. The cells are those there when the call began, found
+        again by id before each run (people may edit, move or delete cells meanwhile): a cell that is
+        gone, or is no longer a code cell, is skipped. Stops at the first cell that does not end ok
+        unless ``continue_on_error``. A task's cancel stops the running cell and starts no other; a
+        call its client cancels lets the running cell finish (shielded, as ``cell``'s), and
+        starts no other."""
+        every = cells.snapshot(nb.doc)
+        count = len(every)
+        end = count if stop is None else stop
+        if not 0 <= start <= count or not start <= end <= count:
+            raise NotebookError(f"the range [{start}, {end}) is not within the notebook's {count} cells "
+                                f"(start_index from 0 to {count}, stop_index from start_index to {count})")
+        targets = [(str(c.get("id")), i) for i, c in enumerate(every[start:end], start)
+                   if isinstance(c, dict) and c.get("cell_type") == "code"]
+        halt = _NotebookStop()
+        await register_interrupt(halt)
+        progress = _NotebookProgress(ctx, nb.path, len(targets), max_chars, max_image_bytes)
+        record_output(progress)
+        message = None
+        for done, (cell_id, hint) in enumerate(targets):
+            await progress.starting(done, cell_id)
+            try:
+                nb = await self.rooms.current(nb)
+            except NotebookError as exc:
+                message = f"stopped: {exc}"
+                break
+            at = cells.find(nb.doc, cell_id, hint)  # from here to the run's start, no await: it stays at
+            if at is None or not cells.is_code(nb.doc, at):
+                reason = "deleted" if at is None else f"it became a {nb.doc.ycells[at].get('cell_type')} cell"
+                progress.skipped.append({"cell_id": cell_id, "reason": reason})
+                continue
+            if halt.requested:
+                message = CANCELLED
+                break
+            partial = _PartialOutputs()
+            run, live = self._in_cell(nb, at, timeout, None, partial, stop_on_error=not continue_on_error)
+            progress.current = (cell_id, at, partial)
+            halt.current = _Stop()
+            inner = _start(live, halt.current)
+            inner.add_done_callback(logs_its_error("a cell run whose caller had left"))
+            try:
+                execution = await asyncio.shield(inner)  # a caller that leaves lets this cell finish
+            except asyncio.CancelledError:
+                if not inner.cancelled():
+                    raise  # the caller went away: no further cell starts
+                message = "cancelled before this cell's code reached the kernel: no further cell was run"
+                break
+            except NotebookError as exc:  # the kernel died: what ran so far is still the answer
+                execution = Execution(status="error", outputs=partial.outputs, message=str(exc))
+            finally:
+                progress.current = None
+                halt.current = None
+            progress.ran.append((cell_id, run.index, execution))
+            if halt.requested:
+                message = CANCELLED
+                break
+            if execution.status != "ok" and not continue_on_error:
+                message = f"stopped at cell {run.index}, which ended {execution.status} (continue_on_error runs on)"
+                break
+        ran = {cell_id for cell_id, _, _ in progress.ran} | {s["cell_id"] for s in progress.skipped}
+        not_run = [cell_id for cell_id, _ in targets if cell_id not in ran]
+        if not not_run:
+            await progress.say(len(targets), "done")
+        return progress.answer(not_run, message if not_run or halt.requested else None)
+
+    def _in_cell(self, nb: LiveNotebook, at: int, timeout: float, client: ClientStream | None, partial: _PartialOutputs,
+                 stop_on_error: bool = True) -> tuple[CellRun, Callable[[_Stop], Awaitable[Execution]]]:
+        """The run of the code cell at ``at``, live in the document: its ``CellRun`` and its work."""
+        ycell = nb.doc.ycells[at]
+        source = str(ycell.get("source", ""))
+        run = CellRun(self.rooms, self.activity, nb, str(ycell.get("id")), at, client)
+
+        async def live(stop: _Stop) -> Execution:
+            execution: Execution | None = None
+            with self.activity.running(nb.room_id):
+                try:
+                    execution = await self._run(nb, source, timeout, partial.recording(run.output), stop,
+                                                on_sent=run.start, stop_on_error=stop_on_error)
+                finally:
+                    await run.finish(execution)
+            return execution
+
+        return run, live
+
+    async def _run(self, nb: LiveNotebook, code: str, timeout: float, on_output: OnEvent | None, stop: _Stop,
+                   on_sent: Callable[[], None] | None = None, stop_on_error: bool = True) -> Execution:
+        """``Kernels.run_for`` with the stop told when the code is sent."""
+        async def on_start(interrupt: Any) -> None:
+            stop.sent(interrupt)
+            if on_sent is not None:
+                on_sent()
+
+        return await self.kernels.run_for(nb.path, nb.kernelspec_name(), code, timeout=timeout, on_start=on_start,
+                                          on_event=on_output, stop_on_error=stop_on_error, on_input=stdin.on_input())
