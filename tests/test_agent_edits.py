@@ -20,6 +20,8 @@ from pycrdt import Doc, create_update_message
 from jupyter_mcp.client import LEGACY, MODERN, connect
 from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook, refused
 
+pytestmark = pytest.mark.live
+
 
 class Lagging:
     """A peer holding the document as the UI has it now, editing without seeing anything newer."""

@@ -20,6 +20,9 @@ from jupyter_mcp.client import connect
 from jupyter_mcp.testing import free_port
 from jupyter_mcp.testing.box import SIBLING, charly_mcp_servers, documented_tools, probe
 from jupyter_mcp.testing.hermes import hermes_config, hermes_tool
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,6 +75,7 @@ class LocalBox:
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def local_box(tmp_path_factory):
     box = LocalBox(tmp_path_factory.mktemp("box"))
     box.build()

@@ -22,6 +22,7 @@ from pycrdt import Doc, YMessageType, YSyncMessageType, read_message
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook
+from jupyter_mcp.testing.plugin import starts_process
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -30,11 +31,12 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 AGENT = "browser-test-agent"
 
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                                reason="Chromium is not installed (scripts/test installs Debian's chromium)")
+pytestmark = [pytest.mark.live, pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                                   reason="Chromium is not installed (scripts/test installs Debian's chromium)")]
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def lab(tmp_path_factory):
     """A real jupyter lab with news and update prompts switched off, its app reachable from the page."""
     from jupyter_mcp.testing import LiveServer

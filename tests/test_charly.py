@@ -15,6 +15,8 @@ import yaml
 
 from checks.schema import DEFS, PRIMARY, SchemaError, desugar, plan_steps, validate
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parent.parent
 CANDY = ROOT / "candy" / "jupyter-mcp" / "charly.yml"
 PROJECT = ROOT / "charly.yml"

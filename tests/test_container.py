@@ -19,6 +19,9 @@ import yaml
 
 from jupyter_mcp.testing import free_port, netns
 from jupyter_mcp.testing.box import SIBLING, charly_mcp_servers, documented_tools, probe
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE = "localhost/jupyter-box:test"
@@ -35,6 +38,7 @@ def engine_problem(env) -> str | None:
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def container_box(tmp_path_factory):
     work = tmp_path_factory.mktemp("container")
     conf = work / "containers.conf"

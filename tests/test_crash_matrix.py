@@ -31,7 +31,7 @@ STORES = {
     "batched": [],
     "sqlite": ["--YDocExtension.ystore_class=jupyter_server_ydoc.stores.SQLiteYStore"],
 }
-pytestmark = pytest.mark.crash
+pytestmark = [pytest.mark.live, pytest.mark.crash, pytest.mark.slow]
 
 HELD = ["--YDocExtension.document_save_delay=120", "--BatchedYStore.flush_delay=60"]  # nothing flushes or saves by itself
 AGENT = "# AGENT-INS"

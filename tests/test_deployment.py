@@ -31,6 +31,9 @@ from jupyter_mcp.client import connect
 from jupyter_mcp.testing import LiveServer, call, free_port
 from jupyter_mcp.testing.box import probe
 from jupyter_mcp.testing.sibling import run_code
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 # As the box runs it: Jupyter's own Host check is off (the box listens on 0.0.0.0, where Jupyter
 # allows remote access), so every refusal here is the provider's.
@@ -57,6 +60,7 @@ def start_box(base: Path, port: int | None = None, args: list[str] | None = None
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def box(tmp_path_factory):
     server = start_box(tmp_path_factory.mktemp("box"), args=["--JupyterMCPApp.max_sessions_per_user=2"])
     yield server

@@ -13,6 +13,8 @@ import pytest
 from jupyter_mcp.client import LEGACY, MODERN, Tasks, connect
 from jupyter_mcp.testing import UIClient, call, failed_run, new_notebook, refused, ui_execute, ui_session, write_notebook
 
+pytestmark = pytest.mark.live
+
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 FIVE_LINES = "import time\nfor i in range(5):\n    print(f'line {i}', flush=True)\n    time.sleep(0.3)"
 

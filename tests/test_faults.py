@@ -20,6 +20,8 @@ from mcp.shared.exceptions import MCPError
 from jupyter_mcp.client import Tasks, connect
 from jupyter_mcp.testing import UIClient, call, refused, write_notebook
 
+pytestmark = pytest.mark.live
+
 TICKS = "import time\nfor i in range({n}):\n    print(f'tick {{i}}', flush=True)\n    time.sleep({every})"
 
 

@@ -18,6 +18,7 @@ from jupyter_server_fileid.manager import ArbitraryFileIdManager
 from jupyter_mcp.client import connect
 from jupyter_mcp.notebooks.fileids import prune_stale
 from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, eventually, new_notebook
+from jupyter_mcp.testing.plugin import starts_process
 
 NO_AUTOSAVE = ["--YDocExtension.document_save_delay=3600"]
 
@@ -50,6 +51,7 @@ def manager(tmp_path):
     ids.con.close()
 
 
+@pytest.mark.unit
 def test_a_row_of_a_file_that_exists_is_never_pruned_wherever_it_is(manager, tmp_path):
     ids, root = manager
     other = tmp_path / "other"
@@ -65,6 +67,7 @@ def test_a_row_of_a_file_that_exists_is_never_pruned_wherever_it_is(manager, tmp
     assert con.execute("SELECT path FROM Files WHERE id = 'theirs'").fetchone() == (str(other / "theirs.ipynb"),)
 
 
+@pytest.mark.unit
 def test_rows_of_files_gone_are_pruned_unless_a_room_may_hold_them(manager, tmp_path):
     ids, root = manager
     running = tmp_path / "running"
@@ -84,6 +87,7 @@ def test_rows_of_files_gone_are_pruned_unless_a_room_may_hold_them(manager, tmp_
 # -- two servers of one user ----------------------------------------------------------------------
 
 @pytest.fixture
+@starts_process
 def shared_dirs(tmp_path):
     """One user's data and runtime directories, as every server they start uses."""
     dirs = {"JUPYTER_DATA_DIR": str(tmp_path / "user-data"), "JUPYTER_RUNTIME_DIR": str(tmp_path / "user-runtime")}
@@ -106,6 +110,7 @@ async def room_of(client, path: str) -> dict:
     return found[0]
 
 
+@pytest.mark.live
 async def test_a_second_server_of_the_same_user_leaves_the_first_ones_rooms_their_files(shared_dirs):
     start, db = shared_dirs
     first = start("first")
@@ -140,6 +145,7 @@ async def on_disk(file: Path, sources: list[str]) -> bool:
         return False
 
 
+@pytest.mark.live
 async def test_a_room_whose_row_another_program_removed_gets_it_back_and_saves(shared_dirs):
     start, db = shared_dirs
     server = start("only")
@@ -163,6 +169,7 @@ async def test_a_room_whose_row_another_program_removed_gets_it_back_and_saves(s
     assert "put back" in server.log()
 
 
+@pytest.mark.live
 async def test_a_room_that_cannot_get_its_row_back_never_says_it_saved_and_keeps_its_edits(shared_dirs):
     start, db = shared_dirs
     server = start("only", args=NO_AUTOSAVE + ["--JupyterMCPApp.room_idle_timeout=1.5",

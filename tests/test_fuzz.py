@@ -30,6 +30,9 @@ from mcp.shared.exceptions import MCPError
 from jupyter_mcp.notebooks import cells
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import LiveServer, StatusPoller, UIClient, call, disk_sources, new_notebook, refused, write_notebook
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 MAX_SOURCE_CHARS = cells.MAX_SOURCE_CHARS
 
@@ -188,6 +191,7 @@ class Outside:
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def fuzz_box(tmp_path_factory):
     # the workspace is top/server/workspace, with a decoy notebook at each level around it
     top = tmp_path_factory.mktemp("fuzz")

@@ -17,12 +17,16 @@ from mcp_types import ElicitResult
 from jupyter_mcp.client import Tasks, connect
 from jupyter_mcp.testing import LiveServer, UIClient, call, failed_run, new_notebook, refused
 from jupyter_mcp.testing.gateway import KernelGateway
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 FIVE_LINES = "import time\nfor i in range(5):\n    print(f'line {i}', flush=True)\n    time.sleep(0.3)"
 TICKER = "import time\nfor i in range(1000):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.2)"
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def gateway(tmp_path_factory):
     gw = KernelGateway(tmp_path_factory.mktemp("gateway")).start()
     yield gw
@@ -30,6 +34,7 @@ def gateway(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def server(gateway, tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("gw-server"), args=gateway.args).start()
     yield live
@@ -125,6 +130,7 @@ async def test_an_idle_kernel_mcp_started_on_the_gateway_is_stopped(gateway, liv
 
 
 @pytest.fixture
+@starts_process
 def own_gateway(tmp_path):
     """A gateway of the test's own, stopped after the servers using it (live_factory's)."""
     gw = KernelGateway(tmp_path / "own-gateway").start()

@@ -140,6 +140,8 @@ class TestAuthorizer:
 
 from jupyter_server.auth.authorizer import Authorizer  # noqa: E402
 
+pytestmark = pytest.mark.live
+
 
 class DenyMCP(Authorizer):
     def is_authorized(self, handler, user, action, resource):

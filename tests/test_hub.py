@@ -26,6 +26,9 @@ from jupyter_mcp.client import NotAuthorized, connect
 from jupyter_mcp.testing import call, disk_sources, new_notebook, refused
 from jupyter_mcp.testing.hub import Hub, install_proxy, scope
 from jupyter_mcp.testing.npm import npm_tool
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = "@modelcontextprotocol/inspector@0.17.5"  # has --header (0.15, in test_inspector, has not)
@@ -33,6 +36,7 @@ INSPECTOR_PREFIX = ROOT / "build" / "inspector-header"
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def hub(tmp_path_factory):
     hub = Hub(tmp_path_factory.mktemp("hub"), proxy=install_proxy(ROOT / "build" / "chp"),
               users=("alice", "bob", "carol"))

@@ -15,6 +15,8 @@ import pytest
 from jupyter_mcp.testing import write_notebook
 from jupyter_mcp.testing.npm import npm_tool
 
+pytestmark = pytest.mark.live
+
 ROOT = Path(__file__).resolve().parent.parent
 INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
 PREFIX = ROOT / "build" / "inspector"

@@ -16,12 +16,14 @@ from tornado.websocket import websocket_connect
 from jupyter_mcp.client import connect
 from jupyter_mcp.kernels.sessions import stoppable
 from jupyter_mcp.testing import LiveServer, call, new_notebook, refused, ui_session
+from jupyter_mcp.testing.plugin import starts_process
 
 IDLE = 2.0  # kernel_idle_timeout of the reaping server, seconds
 SWEEP = 0.25
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def reaping(tmp_path_factory):
     """One server that stops MCP's kernels after IDLE seconds unused, checking every SWEEP."""
     server = LiveServer(tmp_path_factory.mktemp("reaping"), args=[
@@ -60,6 +62,7 @@ async def mcp_kernel(live: LiveServer, mcp, path: str) -> str:
     return session["kernel"]["id"]
 
 
+@pytest.mark.unit
 def test_the_decision():
     idle = dict(connections=0, state="idle", running=False, idle_seconds=10.0, timeout=5.0)
     assert stoppable(**idle)
@@ -71,6 +74,7 @@ def test_the_decision():
     assert not stoppable(**{**idle, "timeout": 0})  # 0: never
 
 
+@pytest.mark.live
 async def test_an_idle_mcp_kernel_is_stopped_with_its_session_then_runs_again(reaping):
     name, _ = new_notebook(reaping.root, "x = 1", prefix="reap")
     async with connect(reaping.mcp_url, reaping.token) as mcp:
@@ -83,6 +87,7 @@ async def test_an_idle_mcp_kernel_is_stopped_with_its_session_then_runs_again(re
         assert fresh is not None and fresh["kernel"]["id"] != kernel_id
 
 
+@pytest.mark.live
 async def test_a_kernel_a_tab_is_connected_to_is_not_stopped(reaping):
     name, _ = new_notebook(reaping.root, "x = 1", prefix="tab")
     async with connect(reaping.mcp_url, reaping.token) as mcp:
@@ -99,6 +104,7 @@ async def test_a_kernel_a_tab_is_connected_to_is_not_stopped(reaping):
         await until_stopped(reaping, name, kernel_id, within=IDLE + 10)  # the tab closed: now it goes
 
 
+@pytest.mark.live
 async def test_a_kernel_mcp_did_not_start_is_not_stopped(reaping):
     outside, _ = new_notebook(reaping.root, "x = 1", prefix="outside")
     ours, _ = new_notebook(reaping.root, "x = 1", prefix="ours")
@@ -114,6 +120,7 @@ async def test_a_kernel_mcp_did_not_start_is_not_stopped(reaping):
         assert kept["outputs"][0]["text"] == "2\n"  # the same kernel, its variables kept
 
 
+@pytest.mark.live
 async def test_max_kernels_refuses_one_more_and_starts_nothing(live_factory):
     live = live_factory(args=["--JupyterMCPApp.max_kernels=1", "--JupyterMCPApp.kernel_idle_timeout=0"])
     first, _ = new_notebook(live.root, "x = 1", prefix="first")

@@ -14,6 +14,8 @@ import pytest
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import UIClient, call, failed_run, new_notebook, refused
 
+pytestmark = pytest.mark.live
+
 LOOP = "import time\nfor i in range(600):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)"
 
 

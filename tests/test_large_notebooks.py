@@ -8,6 +8,8 @@ import asyncio
 import json
 import time
 
+import pytest
+
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import StatusPoller, big_notebook, call, refused
 
@@ -20,6 +22,7 @@ OPEN_HOLD_SEC = 2.0
 HOLD_SEC = 0.25
 
 
+@pytest.mark.live
 async def test_a_20000_cell_notebook_never_holds_the_server(live_factory):
     server = live_factory()
     name = "big.ipynb"
@@ -86,6 +89,7 @@ def ynotebook(content: dict):
     return ynb
 
 
+@pytest.mark.unit
 def test_one_pass_reads_are_what_pycrdt_and_jupyter_ydoc_read(tmp_path):
     """The cell list read as pycrdt's JSON is its ``to_py()`` (numbers compare equal); a
     notebook's content for saving is jupyter-ydoc's ``aget()``; the cache patched after our

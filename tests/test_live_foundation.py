@@ -17,6 +17,8 @@ import jupyter_mcp
 from jupyter_mcp.client import LEGACY, MODERN, connect
 from jupyter_mcp.testing import call, new_notebook
 
+pytestmark = pytest.mark.live
+
 
 def test_extension_is_enabled_and_ok():
     """`jupyter server extension list` shows the installed package enabled, and its

@@ -15,8 +15,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+import pytest
+
 from jupyter_mcp.client import Tasks, connect
 from jupyter_mcp.testing import RedisServer, write_notebook
+
+pytestmark = pytest.mark.live
 
 SESSIONS = 20
 DURATION_SEC = 60

@@ -17,6 +17,8 @@ from mcp.shared.exceptions import MCPError
 from jupyter_mcp.client import Tasks, connect
 from jupyter_mcp.testing import UIClient, call, failed_run, refused
 
+pytestmark = pytest.mark.live
+
 TICKS = "import time\nfor i in range(300):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.1)"
 
 

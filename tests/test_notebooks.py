@@ -14,6 +14,8 @@ import pytest
 from jupyter_mcp.client import LEGACY, MODERN, connect
 from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook, refused, write_notebook
 
+pytestmark = pytest.mark.live
+
 
 def fresh(live, sources=("a = 1", "b = 2", "c = 3")) -> tuple[str, list[str]]:
     return new_notebook(live.root, *sources)

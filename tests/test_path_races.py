@@ -16,8 +16,12 @@ import time
 import uuid
 from pathlib import Path
 
+import pytest
+
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import call, new_notebook, refused, write_notebook
+
+pytestmark = pytest.mark.live
 
 SECRET = "s3cr3t-" + uuid.uuid4().hex  # in the outside notebook only
 NO_AUTOSAVE = ["--YDocExtension.document_save_delay=3600"]  # only our save can write

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from jupyter_mcp.notebooks.paths import PathError, canonical_path, read_real_file, real_file
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def root(tmp_path: Path) -> Path:

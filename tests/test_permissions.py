@@ -17,12 +17,16 @@ from mcp.shared.exceptions import MCPError
 
 from jupyter_mcp.client import MODERN, Tasks, connect
 from jupyter_mcp.testing import LiveServer, call, disk_sources, new_notebook, refused
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 USERS = ["--ServerApp.identity_provider_class=jupyter_mcp.testing.identity.TwoUsers",
          "--ServerApp.authorizer_class=jupyter_mcp.testing.identity.Restricted"]
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def server(tmp_path_factory):
     live = LiveServer(tmp_path_factory.mktemp("permissions"), token="alice-token", args=USERS).start()
     yield live

@@ -9,12 +9,15 @@ import asyncio
 import gc
 import uuid
 
+import pytest
 from mcp_types import Implementation
 from pycrdt import Doc, create_awareness_message
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.notebooks.presence import preferred_colour
 from jupyter_mcp.testing import UIClient, call, eventually, write_notebook
+
+pytestmark = pytest.mark.live
 
 
 def agent_named(client_name):

@@ -19,6 +19,9 @@ from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from jupyter_mcp.client import LEGACY, MODERN, Tasks, connect
 from jupyter_mcp.testing import LiveServer, UIClient, call, new_notebook
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 SHOW_PNG = ("from IPython.display import Image, display\nimport base64\n"
@@ -248,6 +251,7 @@ async def wait_until(predicate, timeout: float = 20) -> None:
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def sweeping(tmp_path_factory):
     """A server that closes a room one second after its last use, and whose jupyter-server-ydoc
     deletes a room one second after the last person left it."""

@@ -13,6 +13,8 @@ import pytest
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import UIClient, call, census, eventually, write_notebook
 
+pytestmark = pytest.mark.live
+
 NOTES = "# notes: "  # the first cell's source: the people type there
 #: Objects that live as long as an HTTP request, not a room (MCP's own client keeps a stream open).
 REQUEST_SCOPED = {"jupyter_mcp.transport.handlers.MCPHandler", "jupyter_mcp.transport.tornado_asgi.ASGIRequest",

@@ -6,9 +6,12 @@ from __future__ import annotations
 import gc
 import weakref
 
+import pytest
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import call, write_notebook
+
+pytestmark = pytest.mark.live
 
 
 async def test_a_swept_room_frees_its_document(mcp_url, jp_token, mcp_ext, jp_root_dir):

@@ -25,6 +25,7 @@ import pytest
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, eventually, new_notebook, refused
+from jupyter_mcp.testing.plugin import starts_process
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real permission and disk faults need root")
 
@@ -67,6 +68,7 @@ def warnings_naming(log: str, path: str) -> list[str]:
 # -- the test harness itself ------------------------------------------------------------------
 
 
+@pytest.mark.unit
 def test_unprivileged_files_server_can_read_but_not_write_others_files(tmp_path):
     """The premise of the "cannot write" tests: under LiveServer's command prefix, root cannot
     write a file owned by someone else with mode 0644 (os.access says so, and a write fails), can
@@ -97,6 +99,7 @@ def test_unprivileged_files_server_can_read_but_not_write_others_files(tmp_path)
 # -- a file the server cannot write -------------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_edits_of_a_file_the_server_cannot_write_are_refused_up_front(live_factory):
     server = live_factory(unprivileged_files=True)
     name, ids = new_notebook(server.root, "a = 1", "b = 2")
@@ -119,6 +122,7 @@ async def test_edits_of_a_file_the_server_cannot_write_are_refused_up_front(live
     assert file.read_bytes() == before
 
 
+@pytest.mark.live
 async def test_room_whose_file_became_unwritable_stays_open_until_it_can_be_saved(live_factory):
     """(a) An edit, then the file is no longer the server's to write: every sweep tries, fails,
     warns with the path and the reason, keeps the room (room_list: saved false, the reason);
@@ -145,6 +149,7 @@ async def test_room_whose_file_became_unwritable_stays_open_until_it_can_be_save
         assert again["source"] == "a = 'kept'"
 
 
+@pytest.mark.live
 async def test_unsavable_room_at_shutdown_is_named_in_the_log(live_factory):
     """(c) SIGTERM with a room whose file the server cannot write: one error line names the file
     and the reason (the edit cannot be kept, but nobody is left to believe it was)."""
@@ -167,6 +172,7 @@ async def test_unsavable_room_at_shutdown_is_named_in_the_log(live_factory):
 
 
 @pytest.fixture
+@starts_process
 def small_disk(tmp_path):
     """A server whose workspace has a 1 MiB tmpfs at ``small/``: (server, that folder)."""
     base = tmp_path / "srv"
@@ -195,6 +201,7 @@ def fill(folder: Path) -> Path:
     return filler
 
 
+@pytest.mark.live
 async def test_room_on_a_full_disk_stays_open_until_there_is_room(small_disk):
     """(b) The disk fills after the notebook was opened; an edit; the sweeps fail (warning, room
     kept, room_list: saved false with the reason); space freed, the next sweep saves and closes."""
@@ -235,6 +242,7 @@ UNUSUAL = {
 }
 
 
+@pytest.mark.live
 async def test_reading_then_a_sweep_leaves_the_file_untouched(live_factory):
     """(d) notebook_get and cell_get on notebooks written unusually, then the sweep closes the
     rooms: not a byte (nor the modification time) of the files changed."""
@@ -256,6 +264,7 @@ async def test_reading_then_a_sweep_leaves_the_file_untouched(live_factory):
     assert not [line for line in server.log().splitlines() if "Saving file" in line]
 
 
+@pytest.mark.live
 async def test_a_persons_edit_counts_as_a_change_and_is_saved_by_the_sweep(live_factory):
     """Not writing unchanged rooms must not skip rooms changed by someone else: an edit made in
     JupyterLab (the UI stand-in, over the room's websocket) in a room MCP read is saved by the
@@ -275,6 +284,7 @@ async def test_a_persons_edit_counts_as_a_change_and_is_saved_by_the_sweep(live_
     assert disk_sources(server.root / name) == ["a = 1", "b = 2  # a person's edit"]
 
 
+@pytest.mark.live
 async def test_a_save_does_not_write_jupyter_ydocs_metadata_placeholders(live_factory):
     """A notebook whose file has no kernelspec and no language_info, edited and run (python3):
     the swept file does not get the empty ones jupyter-ydoc puts in the room

@@ -25,12 +25,16 @@ from mcp.shared.exceptions import MCPError
 
 from jupyter_mcp.client import CORE, LEGACY, MODERN, Tasks, connect
 from jupyter_mcp.testing import LiveServer, call, new_notebook
+from jupyter_mcp.testing.plugin import starts_process
+
+pytestmark = pytest.mark.live
 
 REDIS_STORE = "--JupyterMCPApp.task_store_class=jupyter_mcp.tasks.redis_store:RedisTaskStore"
 TICKER = "import time\nfor i in range(300):\n    print(f'tick {i}', flush=True)\n    time.sleep(0.2)"
 
 
 @pytest.fixture(scope="module")
+@starts_process
 def pair(tmp_path_factory, redis_server):
     """Servers A and B: one token, one Redis, one workspace folder."""
     base = tmp_path_factory.mktemp("pair")

@@ -8,6 +8,7 @@ import asyncio
 
 import jsonschema
 import nbformat
+import pytest
 
 from jupyter_mcp.client import connect
 
@@ -29,6 +30,7 @@ def notebook_with_every_kind_of_output(path):
     return [c.id for c in cells]
 
 
+@pytest.mark.live
 async def test_every_tool_answers_what_its_output_schema_says(mcp_url, jp_token, jp_root_dir, mcp_ext):
     ids = notebook_with_every_kind_of_output(jp_root_dir / "shapes.ipynb")
     answers: dict[str, list] = {}
@@ -95,6 +97,7 @@ async def test_every_tool_answers_what_its_output_schema_says(mcp_url, jp_token,
     assert [w["changed"] for w in answers["notebook_watch"]] == [True, False]
 
 
+@pytest.mark.unit
 def test_a_wrong_answer_fails_its_schema():
     """The check above can fail: an answer of the wrong shape does not validate."""
     from jupyter_mcp.tools.views import Cell

@@ -7,9 +7,12 @@ import json
 import uuid
 
 import nbformat
+import pytest
 
 from jupyter_mcp.client import connect
 from jupyter_mcp.testing import UIClient, call, refused, write_notebook
+
+pytestmark = pytest.mark.live
 
 
 def folder(live) -> str:

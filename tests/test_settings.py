@@ -21,6 +21,7 @@ DOCUMENTED = {"server_name", "room_idle_timeout", "room_sweep_interval", "agent_
               "max_task_result_bytes", "max_listen_streams_per_user"}
 
 
+@pytest.mark.unit
 def test_every_setting_is_a_documented_traitlet():
     from pathlib import Path
 
@@ -38,12 +39,14 @@ def with_argv(*argv):
     return pytest.mark.parametrize("jp_argv", [list(argv)])
 
 
+@pytest.mark.live
 @with_argv("--JupyterMCPApp.server_name=box-jupyter")
 async def test_server_name(mcp_url, jp_token, jp_argv):
     async with connect(mcp_url, jp_token) as client:
         assert client.session.server_info.name == "box-jupyter"
 
 
+@pytest.mark.unit
 async def test_server_name_defaults_to_the_environment(monkeypatch, jp_environ):
     monkeypatch.setenv("MCP_SERVER_NAME", "from-env")
     assert JupyterMCPApp().server_name == "from-env"
@@ -52,6 +55,7 @@ async def test_server_name_defaults_to_the_environment(monkeypatch, jp_environ):
         JupyterMCPApp().room_idle_timeout  # noqa: B018
 
 
+@pytest.mark.unit
 def test_settings_refuse_nonsense():
     with pytest.raises(TraitError, match="positive"):
         JupyterMCPApp(room_idle_timeout=-1)
@@ -66,6 +70,7 @@ def test_settings_refuse_nonsense():
     assert JupyterMCPApp().max_listen_streams_per_user < 256
 
 
+@pytest.mark.live
 @with_argv("--JupyterMCPApp.room_idle_timeout=0.5", "--JupyterMCPApp.room_sweep_interval=0.2")
 async def test_room_idle_timeout_and_sweep_interval(mcp_url, jp_token, jp_root_dir, jp_argv):
     write_notebook(jp_root_dir / "idle.ipynb", ["x = 1"])
@@ -78,6 +83,7 @@ async def test_room_idle_timeout_and_sweep_interval(mcp_url, jp_token, jp_root_d
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.live
 @with_argv("--JupyterMCPApp.agent_idle_timeout=0.5")
 async def test_agent_idle_timeout(mcp_url, jp_token, jp_root_dir, jp_argv):
     write_notebook(jp_root_dir / "seen.ipynb", ["x = 1"])
@@ -90,6 +96,7 @@ async def test_agent_idle_timeout(mcp_url, jp_token, jp_root_dir, jp_argv):
             await asyncio.sleep(0.1)
 
 
+@pytest.mark.live
 @with_argv("--JupyterMCPApp.task_poll_interval=250", "--JupyterMCPApp.task_default_ttl=5000",
            "--JupyterMCPApp.task_max_ttl=6000")
 async def test_task_poll_interval_and_ttl_bounds(mcp_url, jp_token, jp_root_dir, jp_argv):
@@ -107,6 +114,7 @@ async def test_task_poll_interval_and_ttl_bounds(mcp_url, jp_token, jp_root_dir,
         await tasks.wait(working["taskId"], timeout=120)
 
 
+@pytest.mark.unit
 def test_stores_refuse_options_they_do_not_take():
     with pytest.raises(ValueError, match="colour"):
         load_store("", colour="blue")
@@ -114,6 +122,7 @@ def test_stores_refuse_options_they_do_not_take():
         load_store("jupyter_mcp.tasks.redis_store:RedisTaskStore", url="redis://127.0.0.1:1/0", socket_timeout=1)
 
 
+@pytest.mark.live
 class TestTaskStore:
     @pytest.fixture
     def jp_argv(self, redis_server):
@@ -136,6 +145,7 @@ class TestTaskStore:
             await r.aclose()
 
 
+@pytest.mark.unit
 def test_variables_the_server_does_not_read_are_named_with_what_to_use_instead():
     lines = unread_variables({"JUPYTER_MCP_REDIS_URL": "redis://:secret@redis:6379/0", "MCP_AGENT_IDLE_SEC": "5",
                               "MCP_ROOM_IDEL_TIMEOUT_SEC": "5", "MCP_SERVER_NAME": "box", "JUPYTER_MCP_URL": "x",
@@ -152,6 +162,7 @@ def test_variables_the_server_does_not_read_are_named_with_what_to_use_instead()
     assert unread_variables({"MCP_SERVER_NAME": "box", "PATH": "/bin"}) == []
 
 
+@pytest.mark.live
 def test_the_server_warns_at_start_of_each_variable_it_does_not_read(live_factory):
     """A real server started with a Redis URL in the variable it no longer reads says so, once,
     with what to use instead (and not the URL, which may hold a password); a misspelt variable is

@@ -6,7 +6,11 @@ what stays, GET /api/status's p99) are the benchmark's to report, not asserted h
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import soak
+
+pytestmark = [pytest.mark.live, pytest.mark.slow]  # about two minutes of a real `jupyter lab`
 
 
 async def test_a_two_minute_soak_loses_nothing_and_leaves_no_document_behind(tmp_path):

@@ -14,6 +14,8 @@ from mcp.shared.exceptions import MCPError
 from jupyter_mcp.client import Tasks, connect
 from jupyter_mcp.testing import RedisServer, call, new_notebook
 
+pytestmark = pytest.mark.live
+
 REDIS_STORE = "--JupyterMCPApp.task_store_class=jupyter_mcp.tasks.redis_store:RedisTaskStore"
 
 

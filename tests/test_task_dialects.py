@@ -21,6 +21,8 @@ from jupyter_mcp.client import CORE, OFFICIAL, SEED, Tasks, connect
 from jupyter_mcp.testing import call, new_notebook
 from jupyter_mcp.testing.npm import npm_packages
 
+pytestmark = pytest.mark.live
+
 ROOT = Path(__file__).resolve().parent.parent
 CLIENTS = ROOT / "build" / "task-clients"
 PACKAGES = ["@modelcontextprotocol/sdk@1.32.2", "@modelcontextprotocol/client@2.4.0",

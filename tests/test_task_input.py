@@ -17,6 +17,8 @@ from jupyter_mcp.client import CORE, OFFICIAL, SEED, Tasks, connect
 from jupyter_mcp.testing import call, new_notebook
 from jupyter_mcp.testing.ui import UIClient
 
+pytestmark = pytest.mark.live
+
 ASKS = "name = input('Your name: ')\nprint('hello', name)"
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from jupyter_mcp.tasks import dialects
 from jupyter_mcp.tasks.manager import TaskError, TaskManager
 from jupyter_mcp.tasks.records import TaskRecord
 from jupyter_mcp.tasks.stores import InMemoryTaskStore
+
+pytestmark = pytest.mark.unit
 
 
 async def test_concurrent_retries_with_one_key_make_one_task_and_leave_no_lock_behind():

@@ -51,6 +51,7 @@ async def kernel_is_idle(client, name):
 # --- Nothing changes unless you ask --------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_without_task_metadata_tools_call_is_unchanged(live, mode):
     """A task is created only when the request carries task metadata. Without it,
     tools/call runs exactly as it always has and returns the tool's output."""
@@ -64,6 +65,7 @@ async def test_without_task_metadata_tools_call_is_unchanged(live, mode):
         assert {t["taskId"] for t in (await tasks.list())["tasks"]} == before  # no task was made
 
 
+@pytest.mark.live
 async def test_create_task_result_returned_at_once(live, mode):
     """tools/call returns a task id immediately, the work goes on without the caller, and
     the answer is a CreateTaskResult rather than the tool's output, with taskId, status,
@@ -84,6 +86,7 @@ async def test_create_task_result_returned_at_once(live, mode):
         assert result["_meta"]["io.modelcontextprotocol/related-task"]["taskId"] == task["taskId"]
 
 
+@pytest.mark.live
 async def test_result_available_from_another_connection(live, mode):
     """the client asks for the result whenever it likes — from another connection, after a reconnect"""
     name, ids = notebook(live, SLOW.format(s=1))
@@ -97,6 +100,7 @@ async def test_result_available_from_another_connection(live, mode):
 # --- A retry is one task --------------------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_retry_with_key_answers_the_first_task(live, mode):
     """Name the call with an idempotency key and a retry answers the task the first attempt
     created, rather than starting the work again — also after a reconnect on a new session."""
@@ -117,6 +121,7 @@ async def test_retry_with_key_answers_the_first_task(live, mode):
         assert runs["outputs"][0]["text"] == "1\n"  # the cell ran once
 
 
+@pytest.mark.live
 async def test_same_call_with_arguments_in_another_order_is_the_same_call(live, mode):
     """The same call written with its arguments in another order is still the same call."""
     name, ids = notebook(live, "x = 1")
@@ -129,6 +134,7 @@ async def test_same_call_with_arguments_in_another_order_is_the_same_call(live, 
         assert a["task"]["taskId"] == b["task"]["taskId"]
 
 
+@pytest.mark.live
 async def test_same_key_on_a_different_call_is_refused(live, mode):
     """The same key on a different call is refused rather than replayed."""
     name, ids = notebook(live, "x = 1", "y = 2")
@@ -141,6 +147,7 @@ async def test_same_key_on_a_different_call_is_refused(live, mode):
         assert "different call" in error.error.message
 
 
+@pytest.mark.live
 async def test_key_is_free_again_once_its_task_expired(live, mode):
     """A key belongs to a task, so it lives as long as the task does: once a task has
     expired its key is free again."""
@@ -156,6 +163,7 @@ async def test_key_is_free_again_once_its_task_expired(live, mode):
         assert second["taskId"] != first["taskId"]
 
 
+@pytest.mark.live
 async def test_synchronous_call_with_key_is_not_deduplicated(live, mode):
     """a call that did not ask for a task is not deduplicated — a synchronous call carrying
     a key is still a synchronous call."""
@@ -173,6 +181,7 @@ async def test_synchronous_call_with_key_is_not_deduplicated(live, mode):
 # --- The five states ---------------------------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_states_and_terminal_ones_never_change(live, mode):
     """The last three are terminal: the record stops changing (completed, failed,
     cancelled; working while running; input_required is never produced here.)"""
@@ -195,6 +204,7 @@ async def test_states_and_terminal_ones_never_change(live, mode):
             assert listed[record["taskId"]] == {k: v for k, v in record.items() if k not in ("_meta", "resultType")}
 
 
+@pytest.mark.live
 async def test_tasks_list_is_newest_first_and_paginated(live_factory, mode):
     """tasks/list — The tasks this server holds, newest first (in pages of 50)."""
     server = live_factory()
@@ -210,6 +220,7 @@ async def test_tasks_list_is_newest_first_and_paginated(live_factory, mode):
         assert created == sorted(created, reverse=True)
 
 
+@pytest.mark.live
 async def test_there_is_no_tasks_update(live, mode):
     """There is no tasks/update. A client does not change a task."""
     async with tasks_on(live, mode) as (_, tasks):
@@ -220,6 +231,7 @@ async def test_there_is_no_tasks_update(live, mode):
 # --- A failure is a failed task ------------------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_failed_task_carries_the_error_and_result_raises(live, mode):
     """A tool that raised ends failed, carrying the error, and tasks/result raises it."""
     name, _ = notebook(live, "x = 1")
@@ -231,6 +243,7 @@ async def test_failed_task_carries_the_error_and_result_raises(live, mode):
         assert "no cell with id 'nope'" in error.error.message
 
 
+@pytest.mark.live
 async def test_result_of_a_working_task_is_refused(live, mode):
     """tasks/result on a task that is still working is refused too."""
     name, ids = notebook(live, SLOW.format(s=3))
@@ -244,6 +257,7 @@ async def test_result_of_a_working_task_is_refused(live, mode):
 # --- Cancelling stops the work -----------------------------------------------------------------------
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("tool", ["cell_execute", "cell_execute_stream", "code_execute", "code_execute_stream"])
 async def test_cancel_interrupts_the_kernel_and_keeps_the_lines(live, mode, tool):
     """tasks/cancel does two things, in this order: it interrupts the work, then it stops
@@ -274,6 +288,7 @@ async def test_cancel_interrupts_the_kernel_and_keeps_the_lines(live, mode, tool
 MARK = "open({path!r}, 'w').write('ran')"
 
 
+@pytest.mark.live
 async def test_a_cancelled_run_waiting_behind_another_never_runs(live, mode):
     """A cancelled task never starts its code, whatever stage it is in: here its cell waits
     behind another run on the same kernel. It ends cancelled, its cell is left as it was,
@@ -295,6 +310,7 @@ async def test_a_cancelled_run_waiting_behind_another_never_runs(live, mode):
         assert cell["execution_count"] is None and cell["outputs"] == []
 
 
+@pytest.mark.live
 async def test_a_cancelled_run_whose_kernel_is_starting_never_runs(live, mode):
     """The same while the notebook's kernel is still starting: cancelled at several moments
     of the start (session being made, kernel not ready yet), the code never runs, and the
@@ -327,6 +343,7 @@ async def test_a_cancelled_run_whose_kernel_is_starting_never_runs(live, mode):
     assert cancelled_in_time >= 2
 
 
+@pytest.mark.live
 async def test_the_tools_own_result_wins_the_race(live, mode):
     """A tool's own result always wins. If the call returned while the cancellation was
     landing, the complete answer is not replaced by the half that was visible a moment earlier."""
@@ -343,6 +360,7 @@ async def test_the_tools_own_result_wins_the_race(live, mode):
         assert [o["text"] for o in result["structuredContent"]["outputs"]] == ["started\ncleaned up\n"]
 
 
+@pytest.mark.live
 async def test_partial_output_becomes_the_result_when_the_work_will_not_stop(live, mode):
     """On cancellation the partial output becomes the result — the task is terminal, so
     tasks/result serves it. (The cell ignores the interrupt: the wait is abandoned.)"""
@@ -361,6 +379,7 @@ async def test_partial_output_becomes_the_result_when_the_work_will_not_stop(liv
     await restart_kernel_of(live, name)
 
 
+@pytest.mark.live
 async def test_cancelled_task_that_produced_nothing_keeps_no_result(live, mode):
     """A task that produced nothing keeps no result: an empty list there would read as a
     measured zero rather than as nothing to measure."""
@@ -376,6 +395,7 @@ async def test_cancelled_task_that_produced_nothing_keeps_no_result(live, mode):
     await restart_kernel_of(live, name)
 
 
+@pytest.mark.live
 async def test_failed_task_keeps_its_partial_output(live, mode):
     """A failed task keeps its partial output too, though tasks/result raises for it.
     (The kernel dies after printing: the tool fails; the lines are in the error.)"""
@@ -390,6 +410,7 @@ async def test_failed_task_keeps_its_partial_output(live, mode):
         assert error.error.data["partial"]["structuredContent"]["outputs"][0]["text"] == "diagnosis\n"
 
 
+@pytest.mark.live
 async def test_a_cell_that_raised_ends_its_task_failed_with_its_outputs(live, mode):
     """A cell that printed and then raised is a failed call: as a task it ends failed, its
     status message names the error, and tasks/result raises it with the outputs kept."""
@@ -409,6 +430,7 @@ async def test_a_cell_that_raised_ends_its_task_failed_with_its_outputs(live, mo
 # --- Retention -----------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_expired_task_answers_exactly_like_one_that_never_existed(live, mode):
     """Asking for an expired task answers no such task, the same answer as for one that never existed."""
     name, ids = notebook(live, "x = 1")
@@ -427,6 +449,7 @@ async def test_expired_task_answers_exactly_like_one_that_never_existed(live, mo
         assert task["taskId"] not in [t["taskId"] for t in (await tasks.list())["tasks"]]
 
 
+@pytest.mark.live
 async def test_running_task_never_expires_and_ttl_is_capped(live, mode):
     """A task that is still running never expires" and the ttl is "15 minutes by default,
     capped at 24 hours"; "Every working task carries a pollInterval in milliseconds."""
@@ -448,6 +471,7 @@ async def test_running_task_never_expires_and_ttl_is_capped(live, mode):
 # --- Polling, and the notification -----------------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_terminal_notification_carries_status_not_result(live):
     """notifications/tasks/status is an optimisation on top, sent when a task reaches a
     terminal state ... The notification carries the status and never the result. (On
@@ -476,6 +500,7 @@ async def test_terminal_notification_carries_status_not_result(live):
 # --- Where tasks live -------------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 def test_a_store_that_cannot_be_imported_stops_the_server(tmp_path):
     """A store that cannot be imported is a startup failure, not a fallback to memory."""
     from jupyter_mcp.testing import LiveServer
@@ -487,6 +512,7 @@ def test_a_store_that_cannot_be_imported_stops_the_server(tmp_path):
     assert "no_such_module:Store" in server.log() and "cannot be imported" in server.log()
 
 
+@pytest.mark.live
 async def test_redis_store_survives_restart_and_fails_orphans(live_factory, redis_server, mode):
     """With JUPYTER_MCP_TASK_STORE_CLASS=...:RedisTaskStore: a completed task and its result are
     readable after a server restart; a task working when its server died answers failed."""
@@ -522,6 +548,7 @@ async def test_redis_store_survives_restart_and_fails_orphans(live_factory, redi
 # --- An extension, for now ----------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_advertised_under_io_datalayer_tasks_on_both_eras(live, mode):
     """the server binds them as an extension advertised under io.datalayer/tasks."""
     async with tasks_on(live, mode) as (client, _):
@@ -536,6 +563,7 @@ async def test_advertised_under_io_datalayer_tasks_on_both_eras(live, mode):
             assert "io.datalayer/tasks" in raw["capabilities"]["extensions"]
 
 
+@pytest.mark.unit
 def test_binding_refuses_to_construct_once_the_sdk_claims_the_methods(monkeypatch):
     """until then the binding will refuse to construct the moment the SDK claims those
     methods, which is the loud way to find out."""
@@ -553,6 +581,7 @@ def test_binding_refuses_to_construct_once_the_sdk_claims_the_methods(monkeypatc
 # --- Users ------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.live
 async def test_tasks_and_keys_are_scoped_to_the_user(live_factory, mode):
     """Keys and tasks are scoped to the authenticated user: one user never sees, replays or
     cancels another's."""

@@ -7,8 +7,11 @@ import asyncio
 import logging
 
 import nbformat
+import pytest
 
 from jupyter_mcp.client import Tasks, connect
+
+pytestmark = pytest.mark.live
 
 
 async def test_an_interrupt_that_fails_does_not_stop_the_cancellation(mcp_url, jp_token, mcp_ext, jp_root_dir,

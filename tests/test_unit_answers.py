@@ -13,6 +13,8 @@ from mcp_types import JSONRPCNotification, JSONRPCResponse
 from jupyter_mcp.tools.declarations import RUNS_CODE
 from jupyter_mcp.transport.answers import ChoosingTransport, _answer_json, needs_stream
 
+pytestmark = pytest.mark.unit
+
 
 def request(method, params=None):
     return {"jsonrpc": "2.0", "id": 7, "method": method, **({"params": params} if params is not None else {})}

@@ -7,6 +7,8 @@ import pytest
 
 from jupyter_mcp.transport.tornado_asgi import _accepts_gzip, _only_answer
 
+pytestmark = pytest.mark.unit
+
 RESPONSE = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
 
 

@@ -17,6 +17,8 @@ from jupyter_mcp.notebooks import cells
 from jupyter_mcp.notebooks.changes import describe_changes
 from jupyter_mcp.errors import NotebookError
 
+pytestmark = pytest.mark.unit
+
 
 def notebook(*sources: str, cell_type: str = "code") -> YNotebook:
     ynb = YNotebook(Doc())

@@ -16,6 +16,8 @@ from jupyter_mcp.notebooks import cursors
 from jupyter_mcp.notebooks.cursors import MAX_POSITIONS, Positions, head_of
 from jupyter_mcp.notebooks.moves import state_vector
 
+pytestmark = pytest.mark.unit
+
 
 def notebook(*sources: str) -> YNotebook:
     ynb = YNotebook(Doc())

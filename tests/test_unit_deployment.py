@@ -20,6 +20,8 @@ from jupyter_mcp.deployment import (
     split_host,
 )
 
+pytestmark = pytest.mark.unit
+
 ROUTES = """Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT
 eth0\t00000000\t0101580A\t0003\t0\t0\t0\t00000000\t0\t0\t0
 eth0\t0000580A\t00000000\t0001\t0\t0\t0\t0000FFFF\t0\t0\t0

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import logging
 
+import pytest
 from fastmcp import Client, FastMCP
 
 from jupyter_mcp.errors import NotebookError, named_failures
+
+pytestmark = pytest.mark.unit
 
 
 async def broken(path: str) -> str:

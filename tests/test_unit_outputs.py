@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from jupyter_mcp.notebooks import outputs
+
+pytestmark = pytest.mark.unit
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from jupyter_mcp.tools import progress
 from jupyter_mcp.tools.progress import Heartbeat, beat_value, kept_alive, report
+
+pytestmark = pytest.mark.unit
 
 
 def test_beats_climb_between_one_report_and_the_next():

@@ -10,6 +10,8 @@ from jupyter_mcp.errors import NotebookError
 from jupyter_mcp.tools.prompts import cited
 from jupyter_mcp.tools.resources import Address, output_contents, parse
 
+pytestmark = pytest.mark.unit
+
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 
 

@@ -6,6 +6,8 @@ import pytest
 
 from jupyter_mcp.notebooks.search import EXCERPT_CHARS, cells_of_file, excerpt, search_cells
 
+pytestmark = pytest.mark.unit
+
 
 def test_matches_in_cell_then_line_order_with_sources_as_lists_or_text():
     cells = [{"id": "a", "cell_type": "code", "source": ["x = 1\n", "Y = x\n"]},

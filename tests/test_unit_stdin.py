@@ -9,6 +9,8 @@ from mcp_types import ClientCapabilities
 from jupyter_mcp.tools.stdin import Refused, _call_asker, line_of, on_input, question
 from jupyter_mcp.tasks.binding import offers_elicitation
 
+pytestmark = pytest.mark.unit
+
 
 def test_a_prompt_becomes_a_form_with_one_required_string():
     asked = question("Your name: ")

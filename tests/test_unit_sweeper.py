@@ -7,9 +7,13 @@ import logging
 from contextlib import asynccontextmanager
 from types import SimpleNamespace
 
+import pytest
+
 from jupyter_mcp.notebooks.activity import Activity
 from jupyter_mcp.notebooks.rooms import Saved
 from jupyter_mcp.notebooks.sweeper import Sweeper
+
+pytestmark = pytest.mark.unit
 
 WROTE = Saved(True, wrote=True)
 

@@ -15,6 +15,8 @@ from jupyter_mcp.tasks.dialects import CORE, OFFICIAL, SEED
 from jupyter_mcp.tasks.manager import TaskError
 from jupyter_mcp.tasks.records import TaskRecord
 
+pytestmark = pytest.mark.unit
+
 ANSWER = {"content": [{"type": "text", "text": "ZeroDivisionError"}], "isError": True}
 PARTIAL = {"content": [{"type": "text", "text": "tick 1"}], "isError": False, "structuredContent": {"partial": True}}
 

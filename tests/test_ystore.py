@@ -34,6 +34,7 @@ def jp_server_config(request):
             **({"YDocExtension": {"ystore_class": store}} if store else {})}
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("jp_server_config, kept_in", [(None, BatchedYStore), (
     "jupyter_server_ydoc.stores.SQLiteYStore", SQLiteYStore)], indirect=["jp_server_config"], ids=["default", "configured"])
 async def test_rooms_keep_their_updates_in_the_batched_store_unless_another_is_configured(
@@ -63,6 +64,7 @@ def store_at(db: Path, path: str) -> BatchedYStore:
     return store
 
 
+@pytest.mark.unit
 async def test_updates_are_written_as_one_and_read_back_whole(tmp_path):
     async with store_at(tmp_path / "ystore.db", "json:notebook:one") as store:
         doc = Doc()
@@ -79,6 +81,7 @@ async def test_updates_are_written_as_one_and_read_back_whole(tmp_path):
         assert str(again.get("t", type=Text)) == str(text)
 
 
+@pytest.mark.unit
 def test_a_batch_is_merged_in_pieces_of_bounded_size():
     one_char = [b"u"] * (2 * MAX_MERGED_UPDATES + 1)
     assert [len(p) for p in pieces(one_char)] == [MAX_MERGED_UPDATES, MAX_MERGED_UPDATES, 1]
@@ -87,6 +90,7 @@ def test_a_batch_is_merged_in_pieces_of_bounded_size():
     assert pieces([]) == []
 
 
+@pytest.mark.unit
 async def test_a_reopened_room_reads_what_its_closed_store_still_held(tmp_path):
     """A room closed and opened again gets a new store: it reads what the old one had queued."""
     doc = Doc()
@@ -148,18 +152,21 @@ async def _comes_back_whole(server, name, expected, ui):
         assert [c["source"] for c in listed["cells"]] == expected
 
 
+@pytest.mark.live
 async def test_a_server_killed_after_its_save_comes_back_with_the_open_tab_merging_cleanly(live_factory):
     server = live_factory()
     name, expected, ui = await _edit_and_stop(server, _killed_once_saved)
     await _comes_back_whole(server, name, expected, ui)
 
 
+@pytest.mark.live
 async def test_a_server_stopped_right_after_edits_comes_back_with_the_open_tab_merging_cleanly(live_factory):
     server = live_factory(args=["--YDocExtension.document_save_delay=3600"])  # only the stop saves
     name, expected, ui = await _edit_and_stop(server, _stopped_at_once)
     await _comes_back_whole(server, name, expected, ui)
 
 
+@pytest.mark.live
 async def test_a_long_burst_of_typing_is_stored_in_pieces_the_loop_can_afford(live_factory):
     """A person types 12,000 characters, one update each, all waiting in the store (its flush delay
     at a minute) until the sweeper saves the room they left. pycrdt's merge of them grows faster than
@@ -194,6 +201,7 @@ async def test_a_long_burst_of_typing_is_stored_in_pieces_the_loop_can_afford(li
     assert str(YNotebook(stored).ycells[0]["source"]) == "x" * typed
 
 
+@pytest.mark.live
 class TestConfiguredDelay:
     @pytest.fixture
     def jp_server_config(self):
