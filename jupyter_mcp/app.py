@@ -8,18 +8,16 @@ name the URL the start logs. Everything below gets its settings and collaborator
 
 from __future__ import annotations
 
-import gc
 import os
-import signal
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from jupyter_server.extension.application import ExtensionApp
 from jupyter_server.utils import url_path_join
-from traitlets import Dict, Float, Integer, TraitError, Unicode, default, validate
+from traitlets import Bool, Dict, Float, Integer, TraitError, Unicode, default, validate
 
 from . import ystore
+from .process import ProcessMeasures
 from .kernels.sessions import KERNEL_ACTIONS, Kernels
 from .notebooks.activity import Activity
 from .notebooks.fileids import prune_stale, running_roots
@@ -197,6 +195,25 @@ class JupyterMCPApp(ExtensionApp):
         "(what the call changed stays). The MCP Python SDK client reads no message over 1 MiB. "
         f"Default: {Limits.result_bytes} (1 MiB).")
 
+    freeze_startup_objects = Bool(
+        True, config=True,
+        help="Once started, leave the objects the server started with out of every later garbage collection "
+        "(gc.freeze, once per process): each full collection would walk them all on the event loop. For "
+        "every extension in the process, a reference cycle among those objects is then never collected. "
+        "Default: True.")
+
+    sigint_stops_server = Bool(
+        True, config=True,
+        help="When Jupyter leaves SIGINT unhandled (stdin not a terminal: JupyterHub's spawner, most "
+        "supervisors), make it stop the server as SIGTERM does, so every room is saved first. For every "
+        "extension in the process, SIGINT then no longer raises KeyboardInterrupt. Default: True.")
+
+    end_idle_worker_threads = Bool(
+        True, config=True,
+        help="At exit, tell idle anyio worker threads to end before Python waits for the process's threads "
+        "(a server stopped with a JupyterLab tab open otherwise hung at exit). For every extension in the "
+        "process, its idle anyio worker threads end then too. Default: True.")
+
     @validate("room_idle_timeout", "room_sweep_interval", "agent_idle_timeout", "task_poll_interval",
               "task_default_ttl", "task_max_ttl", "max_sessions_per_user", "max_running_tasks_per_user",
               "max_tasks_per_user", "max_task_result_bytes")
@@ -250,8 +267,10 @@ class JupyterMCPApp(ExtensionApp):
         self.asgi_app = self.mcp.http_app(path=MCP_PATH)
         self._lifespan = Lifespan(self.asgi_app)
 
-        self._stop_on_sigint()
-        _end_idle_worker_threads_at_exit()
+        self.process_measures = ProcessMeasures(freeze_startup_objects=self.freeze_startup_objects,
+                                                sigint_stops_server=self.sigint_stops_server,
+                                                end_idle_worker_threads=self.end_idle_worker_threads)
+        self.process_measures.at_setup(self.serverapp)
 
     def _batch_room_updates(self) -> None:
         """Rooms keep their updates in jupyter_mcp.ystore.BatchedYStore, unless
@@ -269,19 +288,6 @@ class JupyterMCPApp(ExtensionApp):
             ystore.BatchedYStore.autosave_delay = app.document_save_delay
             ystore.BatchedYStore.server_config = app.config
         ystore.flush_before_saves()
-
-    def _stop_on_sigint(self) -> None:
-        """Make SIGINT stop the server as SIGTERM does, when Jupyter left it unhandled.
-
-        Jupyter Server handles SIGINT only when stdin is a terminal. JupyterHub's spawner and
-        most supervisors stop a server with SIGINT and no terminal: a bare KeyboardInterrupt
-        then leaves the event loop with no stop hook run, so no room is saved (and the
-        process lingers). Jupyter's own stop handler saves them first."""
-        try:
-            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-                signal.signal(signal.SIGINT, self.serverapp._signal_stop)
-        except ValueError:  # not the main thread: whoever runs the server there handles signals
-            pass
 
     def initialize_handlers(self) -> None:
         self.handlers.append((MCP_PATH, MCPHandler, {
@@ -305,7 +311,7 @@ class JupyterMCPApp(ExtensionApp):
             self.readiness.started(error)
             raise
         self.readiness.started()
-        _freeze_startup_objects()
+        self.process_measures.at_start()
         self.log.info("jupyter_mcp: MCP server %r at %s", self.server_name, self.mcp_location())
 
     def mcp_location(self) -> str:
@@ -331,47 +337,3 @@ class JupyterMCPApp(ExtensionApp):
         await self._lifespan.stop()
         self.kernels.close()
 
-
-def _freeze_startup_objects() -> None:
-    """Leave the objects the server started with out of every later garbage collection.
-
-    A started Jupyter server holds ~300,000 objects the collector tracks (modules, classes,
-    handlers, schemas), and each full collection walks them all on the event loop: ~200 ms,
-    one every few seconds under a steady stream of MCP calls, about 8% of the loop's busy
-    time (docs/performance.md). Frozen (``gc.freeze``), they are still freed by reference
-    counting like any object; only a reference cycle among them would never be collected.
-    Once per process: a process that starts server after server (a test run) would otherwise
-    freeze each one's objects, and its cycles with them, for good."""
-    if gc.get_freeze_count():
-        return
-    gc.collect()  # what is garbage already is not frozen
-    gc.freeze()
-
-
-_exit_hooked = False
-
-
-def _end_idle_worker_threads_at_exit() -> None:
-    """Once per process (a test run starts server after server)."""
-    global _exit_hooked
-    if not _exit_hooked:
-        threading._register_atexit(_end_idle_worker_threads)
-        _exit_hooked = True
-
-
-def _end_idle_worker_threads() -> None:
-    """Let the process exit once the server has stopped, with a JupyterLab tab still open.
-
-    anyio ends a worker thread when the task that first used it ends. The rooms a server stop
-    saves (jupyter-collaboration's, with a person still in them) are written from the stop task
-    itself, which never ends: the event loop stops under it. The thread it used then waits for
-    work for ever, and Python waits for it at exit, so the process hung until it was killed.
-    Idle, such a thread is told to end (its own shutdown command); a thread still busy is waited for."""
-    from anyio._backends._asyncio import WorkerThread
-
-    for thread in threading.enumerate():
-        if isinstance(thread, WorkerThread):
-            try:
-                thread.queue.put_nowait(None)
-            except Exception:  # busy with a queue full: it ends when its work is done
-                pass

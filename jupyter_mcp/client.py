@@ -17,7 +17,8 @@ from mcp.client.extension import ClientExtension, NotificationBinding
 from mcp_types import CLIENT_CAPABILITIES_META_KEY, TaskStatusNotificationParams
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.shared._httpx_utils import create_mcp_http_client
+
+from .adapters.sdk_client import http_client, send_raw_request, stamp_request
 
 LEGACY = "legacy"  # the initialize handshake (2025-11-25), what most clients speak today
 MODERN = "2026-07-28"
@@ -46,7 +47,7 @@ async def connect(url: str, token: str | None = None, *, mode: str = LEGACY,
     if on_task_status is not None:
         kwargs["extensions"] = [*kwargs.get("extensions", []), TaskStatusListener(on_task_status)]
     headers = {"Authorization": f"token {token}"} if token else None
-    async with create_mcp_http_client(headers=headers) as http:
+    async with http_client(headers) as http:
         http.event_hooks["response"].append(_refuse_clearly)
         async with Client(streamable_http_client(url, http_client=http), mode=mode, **kwargs) as client:
             yield client
@@ -111,7 +112,7 @@ class Tasks:
         session = self.client.session
         data: dict[str, Any] = {"method": method, "params": dict(params or {})}
         opts: dict[str, Any] = {}
-        session._stamp(data, opts)
+        stamp_request(session, data, opts)
         if self.dialect != CORE:
             meta = data["params"].setdefault("_meta", {})
             caps = dict(meta.get(CLIENT_CAPABILITIES_META_KEY) or {})
@@ -121,7 +122,7 @@ class Tasks:
             meta[CLIENT_CAPABILITIES_META_KEY] = caps
         if self.dialect == OFFICIAL and method.startswith("tasks/") and "taskId" in data["params"]:
             opts.setdefault("headers", {})["Mcp-Name"] = str(data["params"]["taskId"])
-        return await session._dispatcher.send_raw_request(method, data.get("params"), opts)
+        return await send_raw_request(session, method, data.get("params"), opts)
 
     async def submit(self, tool: str, arguments: dict[str, Any] | None = None, *, ttl: int | None = None,
                      idempotency_key: str | None = None) -> dict[str, Any]:

@@ -48,6 +48,8 @@ from typing import Any
 from jupyter_server.auth.identity import PasswordIdentityProvider, User
 from traitlets import List, Unicode, validate
 
+from .adapters.jupyter_server_internals import mark_token_authenticated
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -324,7 +326,7 @@ class DeploymentIdentityProvider(PasswordIdentityProvider):
             return None
         name = f"{self.deployment_username}@{_address(peer or '')}"
         self._log_once(peer, f"let in without a token, as {name}: it is on the deployment's network {verdict}")
-        handler._token_authenticated = True  # no cookie vouches for it: nothing for XSRF to guard
+        mark_token_authenticated(handler)  # no cookie vouches for it: nothing for XSRF to guard
         return User(username=name, name=name, display_name=name)
 
     def _log_once(self, peer: str | None, what: str, debug: bool = False) -> None:

@@ -44,16 +44,17 @@ config file sets it); ``jupyter_server_ydoc.stores.SQLiteYStore`` is the default
 from __future__ import annotations
 
 import asyncio
-import functools
 import weakref
 from collections.abc import AsyncIterator
 from typing import Any, ClassVar
 
-from jupyter_server_ydoc.loaders import FileLoader
 from jupyter_server_ydoc.stores import SQLiteYStore
 from pycrdt import Doc, merge_updates
 from traitlets import Float
 from traitlets.config import Config
+
+from .adapters.pycrdt_doc import observe_natively
+from .adapters.ydoc_rooms import around_saves_and_loads
 
 _stores: weakref.WeakSet[BatchedYStore] = weakref.WeakSet()
 
@@ -136,9 +137,8 @@ class BatchedYStore(SQLiteYStore):
 
     def _observe(self, ydoc: Doc) -> None:
         """Take every later update of the room's document as its transaction ends. Subscribed on
-        pycrdt's native document: ``Doc.observe`` keeps the Python document in its own callback,
-        a cycle the garbage collector cannot see, which would keep a closed room's document alive
-        for ever. This callback holds the store weakly and the document not at all."""
+        pycrdt's native document (``observe_natively``: no cycle through the Python document);
+        this callback holds the store weakly and the document not at all."""
         if self._observed is not None:
             return
         if self._pending is None:
@@ -150,7 +150,7 @@ class BatchedYStore(SQLiteYStore):
             if alive is not None:
                 alive._queue(event.update)
 
-        self._observed = ydoc._doc.observe(taken)
+        self._observed = observe_natively(ydoc, taken)
 
     async def flush(self) -> None:
         """Write every queued update now, a row per piece."""
@@ -219,27 +219,19 @@ def flush_before_saves() -> None:
     jupyter-collaboration saves a room through its file loader (``FileLoader.maybe_save_content``):
     the person's Ctrl+S, the autosave, and jupyter-mcp's ``Rooms.save`` alike, each with the content
     already taken from the document. It reloads a room through ``FileLoader.load_content`` when the
-    file changed on disk, then sets the room's content in one transaction. Wrapped on the class once:
-    the loaders are made inside jupyter-collaboration, one per file, whoever opens the room."""
-    if getattr(FileLoader.maybe_save_content, "flushes_store", False):
-        return
-    save, load = FileLoader.maybe_save_content, FileLoader.load_content
+    file changed on disk, then sets the room's content in one transaction. Wrapped on the class once
+    (``around_saves_and_loads``): the loaders are made inside jupyter-collaboration, one per file,
+    whoever opens the room."""
+    around_saves_and_loads(_flush_file, _write_next_update_at_once)
 
-    @functools.wraps(save)
-    async def maybe_save_content(loader: FileLoader, model: dict[str, Any]) -> dict[str, Any] | None:
-        await _flush(_of_file(loader.file_id))
-        return await save(loader, model)
 
-    @functools.wraps(load)
-    async def load_content(loader: FileLoader, format: str, file_type: str) -> dict[str, Any]:
-        model = await load(loader, format, file_type)
-        for store in _of_file(loader.file_id):
-            store._at_once = True
-        return model
+async def _flush_file(file_id: str) -> None:
+    await _flush(_of_file(file_id))
 
-    maybe_save_content.flushes_store = True  # type: ignore[attr-defined]
-    setattr(FileLoader, "maybe_save_content", maybe_save_content)
-    setattr(FileLoader, "load_content", load_content)
+
+def _write_next_update_at_once(file_id: str) -> None:
+    for store in _of_file(file_id):
+        store._at_once = True
 
 
 async def flush_path(path: str) -> None:

@@ -1,7 +1,9 @@
 """The package's calls go one way (docs/ARCHITECTURE.md, "Layers"): each subpackage is a layer
 with a rule of what it may import, checked over everything it imports, directly or not; no
-import circle; only the rooms module touches jupyter-server-ydoc's internals. Read from the
-source, every import (module level or inside a function) counted."""
+import circle; a dependency's private surfaces are reached only from the adapters
+(``jupyter_mcp/adapters/``), jupyter-server-ydoc's internals only from its adapter; the process
+measures are taken only by app.py. Read from the source, every import (module level or inside a
+function) counted."""
 
 from __future__ import annotations
 
@@ -10,10 +12,15 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.unit
+
 PACKAGE = Path(__file__).resolve().parent.parent / "jupyter_mcp"
-#: Attributes private to jupyter-server-ydoc's rooms and extension, and to jupyter-ydoc's YNotebook.
+ADAPTERS = PACKAGE / "adapters"
+#: Attributes private to jupyter-server-ydoc's rooms, loaders and extension, and to jupyter-ydoc's YNotebook.
 YDOC_INTERNALS = {"_document", "_document_load_progressively", "_document_progressively_loaded", "_room_locks",
-                  "_save_to_disc", "_ymeta", "ywebsocket_server", "file_loaders", "cleaner"}
+                  "_save_to_disc", "_ymeta", "ywebsocket_server", "file_loaders", "cleaner", "_file", "_update_lock",
+                  "_file_format", "_file_type", "_on_outofband_change", "_contents_manager", "_file_id_manager",
+                  "_current_path", "_monitor", "monitor_task"}
 
 
 def module_name(path: Path) -> str:
@@ -78,7 +85,11 @@ MAY_REACH = {
     "tasks": {"tasks"},  # the tasks package knows nothing of notebooks, not even the shared modules
     "shared": set(),
     "plug-in": set(),  # classes named in a configuration: the box's identity provider, the update store, the client
+    "process": set(),  # what the server changes in its whole process (imported by app.py alone)
+    "adapters": set(),  # a dependency's private surfaces: nothing of ours, not even the shared modules
 }
+#: The layer every other one may reach (and that reaches nothing of ours).
+EVERYONES = "adapters"
 PLUG_INS = {"jupyter_mcp.deployment", "jupyter_mcp.ystore", "jupyter_mcp.client"}
 COMPOSERS = {"jupyter_mcp", "jupyter_mcp.app"}  # app composes the layers; the package's entry point loads it
 
@@ -88,6 +99,8 @@ def layer_of(module: str) -> str:
         return "shared"
     if module in PLUG_INS:
         return "plug-in"
+    if module == "jupyter_mcp.process":
+        return "process"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[1] in MAY_REACH else module
 
@@ -112,8 +125,9 @@ def breaches(edges: dict[str, set[str]]) -> dict[str, list[str]]:
         layer = layer_of(module)
         if module in COMPOSERS or module.startswith("jupyter_mcp.testing") or layer not in MAY_REACH:
             continue
-        allowed = MAY_REACH[layer] | ({layer} if layer == "shared" else set())
-        shared_ok = layer not in ("tasks", "plug-in")
+        allowed = MAY_REACH[layer] | ({layer} if layer == "shared" else set()) | (
+            {EVERYONES} if layer != EVERYONES else set())
+        shared_ok = layer not in ("tasks", "plug-in", "process", EVERYONES)
         bad = sorted(m for m in reachable(edges, module)
                      if layer_of(m) not in allowed and not (shared_ok and layer_of(m) == "shared"))
         if bad:
@@ -130,6 +144,12 @@ def test_the_layer_check_sees_a_breach_through_another_module():
                                "jupyter_mcp.kernels.input": ["jupyter_mcp.tasks.binding"]}
     assert breaches({"jupyter_mcp.tasks.manager": {"jupyter_mcp.errors"}}) == {
         "jupyter_mcp.tasks.manager": ["jupyter_mcp.errors"]}
+    assert breaches({"jupyter_mcp.tasks.binding": {"jupyter_mcp.adapters.fastmcp_lowlevel"},
+                     "jupyter_mcp.adapters.fastmcp_lowlevel": {"jupyter_mcp.errors"},
+                     "jupyter_mcp.adapters.sdk_client": {"jupyter_mcp.adapters.sdk_server"}}) == {
+        "jupyter_mcp.tasks.binding": ["jupyter_mcp.errors"],
+        "jupyter_mcp.adapters.fastmcp_lowlevel": ["jupyter_mcp.errors"],
+        "jupyter_mcp.adapters.sdk_client": ["jupyter_mcp.adapters.sdk_server"]}
 
 
 def test_every_module_is_in_a_layer():
@@ -154,10 +174,138 @@ def test_no_import_circle():
     assert cycles(graph()) == []
 
 
-def test_only_the_rooms_module_touches_ydoc_internals():
+def test_only_the_ydoc_adapter_touches_ydoc_internals():
     touching = {}
     for path in PACKAGE.rglob("*.py"):
-        names = {n.attr for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.Attribute)}
+        if PACKAGE / "testing" in path.parents:
+            continue  # the test parts count a server's objects wherever they are
+        tree = ast.parse(path.read_text())
+        names = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        names |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)  # getattr(room, "cleaner", None)
+                  and isinstance(n.value, str)}
         if names & YDOC_INTERNALS:
             touching[module_name(path)] = sorted(names & YDOC_INTERNALS)
-    assert set(touching) == {"jupyter_mcp.notebooks.rooms"}, touching
+    assert set(touching) == {"jupyter_mcp.adapters.ydoc_rooms"}, touching
+
+
+def test_only_app_takes_the_process_measures():
+    assert {m for m, targets in graph().items() if "jupyter_mcp.process" in targets} == {"jupyter_mcp.app"}
+
+
+# -- a dependency's private surfaces: in the adapters only ----------------------------------------------
+
+OWN_PRIVATE_MODULES = {"_version"}
+GETTERS = {"getattr", "hasattr", "setattr", "delattr"}
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def ours(path: Path) -> bool:
+    """A module whose private names count as ours: not an adapter, not a test part."""
+    return ADAPTERS not in path.parents and PACKAGE / "testing" not in path.parents
+
+
+def own_private_names() -> set[str]:
+    """Every ``_name`` our own package defines: functions, classes, assigned names and class
+    attributes, attributes set on ``self``/``cls``."""
+    names: set[str] = set()
+    for path in filter(ours, PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) \
+                    and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                names.add(node.attr)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+    return {name for name in names if is_private(name)}
+
+
+def private_uses(tree: ast.AST, own: set[str]) -> list[str]:
+    """A dependency's private surfaces used in a module: ``x._name`` (``self``'s too: an inherited
+    private) and ``getattr(x, "_name")`` for a name we do not define, a private name compared with
+    (a ``__qualname__`` match), a private module imported or a private name imported from one of
+    theirs, an attribute set on a class or module imported from a dependency (a class-level patch)."""
+    found = []
+    theirs: set[str] = set()  # names bound by imports from dependencies
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if any(is_private(part) and part not in OWN_PRIVATE_MODULES for part in alias.name.split(".")):
+                    found.append(f"line {node.lineno}: import {alias.name}")
+                if not alias.name.startswith("jupyter_mcp"):
+                    theirs.add(alias.asname or alias.name.split(".")[0])
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if any(is_private(part) and part not in OWN_PRIVATE_MODULES for part in module.split(".")):
+                found.append(f"line {node.lineno}: from {module} import ...")
+            if not node.level and not module.startswith("jupyter_mcp") and module != "__future__":
+                for alias in node.names:
+                    theirs.add(alias.asname or alias.name)
+                    if is_private(alias.name):
+                        found.append(f"line {node.lineno}: from {module} import {alias.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr) and node.attr not in own:
+            found.append(f"line {node.lineno}: ._{node.attr[1:]}")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in GETTERS \
+                and len(node.args) >= 2:
+            name = node.args[1]
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and is_private(name.value) \
+                    and name.value not in own:
+                found.append(f"line {node.lineno}: {node.func.id}(…, {name.value!r})")
+            if node.func.id == "setattr" and isinstance(node.args[0], ast.Name) and node.args[0].id in theirs:
+                found.append(f"line {node.lineno}: setattr({node.args[0].id}, …) patches a dependency")
+        elif isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                if isinstance(side, ast.Constant) and isinstance(side.value, str) and is_private(side.value) \
+                        and side.value.isidentifier() and side.value not in own:
+                    found.append(f"line {node.lineno}: compared with {side.value!r}")
+        elif isinstance(node, ast.Assign | ast.AugAssign):
+            for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id in theirs:
+                    found.append(f"line {node.lineno}: {target.value.id}.{target.attr} = … patches a dependency")
+    return found
+
+
+def test_the_private_surface_check_sees_each_kind_of_use():
+    own = {"_mine"}
+    source = """
+import anyio._backends._asyncio
+from mcp.shared._httpx_utils import create_mcp_http_client
+from threading import _register_atexit
+from jupyter_server_ydoc.loaders import FileLoader
+from .._version import __version__
+client._route_responses
+self._headers
+self._mine
+other._mine
+getattr(room, "_document_load_progressively", False)
+getattr(handler, "_mine", None)
+t.get_coro().__qualname__ == "_shutdown_watcher"
+setattr(FileLoader, "load_content", None)
+FileLoader.maybe_save_content = None
+"""
+    assert set(private_uses(ast.parse(source), own)) == {
+        "line 2: import anyio._backends._asyncio", "line 3: from mcp.shared._httpx_utils import ...",
+        "line 4: from threading import _register_atexit", "line 7: ._route_responses", "line 8: ._headers",
+        "line 11: getattr(…, '_document_load_progressively')", "line 13: compared with '_shutdown_watcher'",
+        "line 14: setattr(FileLoader, …) patches a dependency",
+        "line 15: FileLoader.maybe_save_content = … patches a dependency"}
+
+
+def test_private_surfaces_of_dependencies_are_used_only_in_the_adapters():
+    own = own_private_names()
+    assert {"_flush_logged", "_resolved", "_asgi"} <= own  # the collection sees our own names
+    assert "_document" not in own and "_session_owners" not in own
+    found = {}
+    for path in filter(ours, PACKAGE.rglob("*.py")):
+        uses = private_uses(ast.parse(path.read_text()), own)
+        if uses:
+            found[str(path.relative_to(PACKAGE.parent))] = uses
+    assert found == {}, "a dependency's private surface used outside jupyter_mcp/adapters/: " \
+                        "move it into the dependency's adapter, with a test in tests/test_adapters.py"

@@ -19,7 +19,7 @@ NOTES = "# notes: "  # the first cell's source: the people type there
 #: Objects that live as long as an HTTP request, not a room (MCP's own client keeps a stream open).
 REQUEST_SCOPED = {"jupyter_mcp.transport.handlers.MCPHandler", "jupyter_mcp.transport.tornado_asgi.ASGIRequest",
                   "jupyter_mcp.permissions.Permissions", "jupyter_mcp.identity.Agent",
-                  "jupyter_mcp.transport.answers._ResponsesOnly"}
+                  "jupyter_mcp.adapters.sdk_server._ResponsesOnly"}
 #: What documents are made of: nothing of it outlives the rooms.
 DOCUMENTS = ("room documents", "Y documents", "Y documents (native)", "Y shared types (native)", "awareness",
              "undo managers (native)")

@@ -11,7 +11,8 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types import JSONRPCNotification, JSONRPCResponse
 
 from jupyter_mcp.tools.declarations import RUNS_CODE
-from jupyter_mcp.transport.answers import ChoosingTransport, _answer_json, needs_stream
+from jupyter_mcp.adapters.sdk_server import answering_json as _answer_json
+from jupyter_mcp.transport.answers import ChoosingTransport, needs_stream
 
 pytestmark = pytest.mark.unit
 

@@ -36,6 +36,8 @@ from jupyter_server.gateway.managers import GatewayKernelClient, GatewayKernelMa
 from jupyter_server.utils import url_path_join
 from tornado.escape import url_escape
 
+from ..adapters.jupyter_server_internals import gateway_response_router
+
 POLL_MIN_SEC = 0.001  # a gateway queue is polled this soon after a miss, then less often
 POLL_MAX_SEC = 0.02  # at most this long between polls: an output's extra latency, at worst
 
@@ -86,7 +88,7 @@ class GatewayClient:
             header=gateway.load_connection_args().get("headers") or {},
             sslopt={"ca_certs": gateway.ca_certs, "certfile": gateway.client_cert, "keyfile": gateway.client_key})
         super(GatewayKernelClient, client).start_channels()  # jupyter_client's: the channels, as queues
-        client.response_router = threading.Thread(target=client._route_responses, name="gateway kernel reader",
+        client.response_router = threading.Thread(target=gateway_response_router(client), name="gateway kernel reader",
                                                   daemon=True)
         client.response_router.start()
 

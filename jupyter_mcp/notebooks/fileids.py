@@ -25,6 +25,8 @@ from typing import Any
 
 from jupyter_server.serverapp import list_running_servers
 
+from ..adapters.file_ids import row_path_of, workspace_path_of_row
+from ..adapters.ydoc_rooms import last_path_of
 from .paths import to_os_path
 
 log = logging.getLogger(__name__)
@@ -55,7 +57,7 @@ def prune_stale(file_ids: Any, root_dir: str, keep: Container[str], other_roots:
     others = [os.path.abspath(r) for r in other_roots if os.path.abspath(r) != root]
     stale = []
     for file_id, stored in con.execute("SELECT id, path FROM Files").fetchall():
-        rel = file_ids._from_normalized_path(stored)
+        rel = workspace_path_of_row(file_ids, stored)
         if rel is not None and not rel.startswith("../"):
             full = to_os_path(root_dir, rel)
         elif isinstance(stored, str) and os.path.isabs(stored):
@@ -82,7 +84,7 @@ def reattach(file_ids: Any, file_id: str, path: str | None, root_dir: str) -> st
         return None
     with file_ids.con:
         file_ids.con.execute("INSERT OR IGNORE INTO Files (id, path) VALUES (?, ?)",
-                             (file_id, file_ids._normalize_path(path)))
+                             (file_id, row_path_of(file_ids, path)))
     now = file_ids.get_path(file_id)
     if now is not None:
         log.warning("jupyter_mcp: the file-id row of %r (id %s) was removed by another program sharing the "
@@ -115,5 +117,5 @@ class Reattaching:
     def get_path(self, file_id: str) -> str | None:
         path = self._file_ids.get_path(file_id)
         if path is None and file_id == self._loader.file_id:
-            path = reattach(self._file_ids, file_id, getattr(self._loader, "_current_path", None), self._root_dir)
+            path = reattach(self._file_ids, file_id, last_path_of(self._loader), self._root_dir)
         return path

@@ -5,8 +5,9 @@ Every path-taking tool resolves its notebook here: canonical path â†’ file id â†
 one made by jupyter-server-ydoc itself, under the same per-room lock its websocket handler
 takes. So MCP and the people in JupyterLab always share one document.
 
-This is the one module that knows jupyter-server-ydoc's (and jupyter-ydoc's) internals:
-the room table, a room's document, its file loader, its delayed cleanup, the room locks.
+This is the one module that uses jupyter-server-ydoc's (and jupyter-ydoc's) internals: the
+room table, a room's document, its file loader, its delayed cleanup, the room locks, all
+reached through ``adapters/ydoc_rooms.py``.
 
 Saving is ours, not jupyter-server-ydoc's ``_save_to_disc``: its save task swallows every
 outcome (a file it may not write is skipped without a word, a failed write is logged and the
@@ -37,6 +38,8 @@ from jupyter_ydoc import YNotebook
 from jupyter_ydoc.utils import cast_all
 from pycrdt import Doc, Map
 
+from ..adapters import ydoc_rooms
+from ..adapters.ydoc_rooms import document_of, loader_of
 from ..errors import NotebookError, logs_its_error
 from . import cells, memory
 from .fileids import Reattaching, lost_path
@@ -82,12 +85,12 @@ class LiveNotebook:
     @property
     def doc(self) -> Any:
         """The live YNotebook: edits here are what every connected client sees."""
-        return self.room._document
+        return document_of(self.room)
 
     @property
     def ymeta(self) -> Any:
         """The notebook-level Map (nbformat version and metadata) of the live document."""
-        return self.doc._ymeta
+        return ydoc_rooms.notebook_meta(self.doc)
 
     def metadata(self) -> dict[str, Any]:
         return (self.ymeta.to_py() or {}).get("metadata") or {}
@@ -131,7 +134,7 @@ class Rooms:
 
     @property
     def _table(self) -> dict[str, Any]:
-        return self.ydoc.ywebsocket_server.rooms
+        return ydoc_rooms.room_table(self.ydoc)
 
     async def start(self) -> None:
         """Start the ydoc websocket server now, as its handler does on the first UI connection,
@@ -144,12 +147,7 @@ class Rooms:
         context, and with it the tab's websocket handler and the room it served, for the life of
         the server (``memory.py``).
         """
-        server = self.ydoc.ywebsocket_server
-        if not server.started.is_set():
-            asyncio.create_task(server.start())
-            await server.started.wait()
-        if server.monitor_task is None:
-            server.monitor_task = asyncio.create_task(server._monitor(), name="jupyter-collaboration-monitor")
+        await ydoc_rooms.start_websocket_server(self.ydoc)
 
     # -- the resolve point ---------------------------------------------------
 
@@ -196,12 +194,12 @@ class Rooms:
         room_id = self._resolved.get(canonical)
         if room_id is not None:  # the room this path resolved to last time, if it is still that file's
             room = self._table.get(room_id)
-            if room is not None and room.ready and getattr(room._document, "path", None) == canonical:
+            if room is not None and room.ready and getattr(document_of(room), "path", None) == canonical:
                 return self._in_use(LiveNotebook(canonical, room_id, room))
         file_id = self.file_ids.index(canonical)
         room_id = room_id_of(file_id)
         existing = self._table.get(room_id)
-        self._check_files_of(self.ydoc.file_loaders[file_id])  # the loader a new room will load through
+        self._check_files_of(ydoc_rooms.file_loader(self.ydoc, file_id))  # the loader a new room will load through
         try:
             await asyncio.wait_for(asyncio.shield(self._load(room_id, existing)), OPEN_TIMEOUT_SEC)
         except Exception as exc:
@@ -217,9 +215,8 @@ class Rooms:
             self._drop_if_broken(room_id, None)
             raise NotebookError(f"could not open {canonical!r} as a notebook: its collaborative room failed "
                                 "to load (see the server log)")
-        if getattr(room, "_document_load_progressively", False):
-            await room._document_progressively_loaded
-        self._check_files_of(room._file)
+        await ydoc_rooms.loaded_progressively(room)
+        self._check_files_of(loader_of(room))
         self._resolved[canonical] = room_id
         return self._in_use(LiveNotebook(canonical, room_id, room))
 
@@ -249,23 +246,25 @@ class Rooms:
     def _check_files_of(self, loader: Any) -> None:
         """Make the room's file loader read and write through ``CheckedFiles`` (its first load,
         jupyter-server-ydoc's reloads and autosaves, our saves, a person's room on the same file)."""
-        if not isinstance(loader._contents_manager, CheckedFiles):
-            loader._contents_manager = CheckedFiles(loader._contents_manager, self.root_dir)
+        contents = ydoc_rooms.loader_contents(loader)
+        if not isinstance(contents, CheckedFiles):
+            ydoc_rooms.set_loader_contents(loader, CheckedFiles(contents, self.root_dir))
         self._reattaching(loader)
 
     def keep_file_id(self, room: Any) -> None:
         """Let the room's file loader put its file-id row back when another program sharing the
         database removes it (``fileids.Reattaching``), instead of losing its file."""
-        self._reattaching(room._file)
+        self._reattaching(loader_of(room))
 
     def keep_no_history(self, room: Any) -> None:
         """The room's document records no undo history from now on (``memory.keep_no_history``):
         for a room a person opened (an agent's call does it for the rooms MCP opens)."""
-        memory.keep_no_history(room._document)
+        memory.keep_no_history(document_of(room))
 
     def _reattaching(self, loader: Any) -> None:
-        if not isinstance(loader._file_id_manager, Reattaching):
-            loader._file_id_manager = Reattaching(loader._file_id_manager, loader, self.root_dir)
+        file_ids = ydoc_rooms.loader_file_ids(loader)
+        if not isinstance(file_ids, Reattaching):
+            ydoc_rooms.set_loader_file_ids(loader, Reattaching(file_ids, loader, self.root_dir))
 
     def _in_use(self, nb: LiveNotebook) -> LiveNotebook:
         """MCP uses this room now: ydoc's own delayed cleanup (armed when the last UI client
@@ -276,9 +275,7 @@ class Rooms:
     def keep_open(self, room: Any) -> None:
         """Cancel jupyter-server-ydoc's delayed cleanup of the room, if one is armed (it
         deletes the room without saving it): the sweeper closes it, once it is saved."""
-        cleaner = getattr(room, "cleaner", None)
-        if cleaner is not None and not cleaner.done():
-            cleaner.cancel()
+        ydoc_rooms.cancel_delayed_cleanup(room)
 
     def _drop_if_broken(self, room_id: str, keep: Any) -> None:
         room = self._table.get(room_id)
@@ -313,7 +310,7 @@ class Rooms:
 
     def document_rooms(self) -> Iterator[tuple[str, Any]]:
         for room_id, room in list(self._table.items()):
-            if room_id.count(":") >= 2 and hasattr(room, "_document"):
+            if room_id.count(":") >= 2 and ydoc_rooms.is_document_room(room):
                 yield room_id, room
 
     def path_of(self, room_id: str) -> str | None:
@@ -322,12 +319,12 @@ class Rooms:
     def whereabouts(self, room_id: str, room: Any) -> tuple[str | None, str | None]:
         """The room's file (its id's path, or the last one its loader knew) and, when its id has
         lost its row and it could not be put back, why the room cannot save."""
-        loader = room._file
+        loader = loader_of(room)
         self._reattaching(loader)
         try:
             return loader.path, None
         except RuntimeError:
-            last = getattr(loader, "_current_path", None)
+            last = ydoc_rooms.last_path_of(loader)
             return last, lost_path(self.file_ids, file_id_of(room_id), last, self.root_dir)
 
     def open_notebooks(self) -> dict[str, LiveNotebook]:
@@ -348,7 +345,7 @@ class Rooms:
     @asynccontextmanager
     async def locked(self, room_id: str) -> AsyncIterator[Any | None]:
         """Hold the room's lock (the one the websocket handler takes); yields the room."""
-        async with self.ydoc._room_locks[room_id]:
+        async with ydoc_rooms.room_lock(self.ydoc, room_id):
             yield self._table.get(room_id)
 
     async def save(self, room: Any) -> Saved:
@@ -359,16 +356,16 @@ class Rooms:
         rewrites a file. Otherwise it is written through the room's file loader (what Ctrl+S
         does, and with its check for changes on disk), jupyter-ydoc's metadata placeholders
         left out. Never raises for a failed save: the answer says why, naming the file."""
-        loader = room._file
+        loader = loader_of(room)
         path, lost = self.whereabouts(room.room_id, room)
         if lost is not None:  # the id lost its row: a deleted file, or another program removed it
             gone = path is None or not os.path.lexists(to_os_path(self.root_dir, path))
             return Saved(False, lost, gone=gone)
         assert path is not None
-        if room._update_lock.locked():
+        if ydoc_rooms.is_reloading(room):
             return Saved(False, f"{path!r} is being reloaded into the room (it changed on disk); not saved yet")
         state = room.ydoc.get_state()
-        content = await _content(room._document)
+        content = await _content(document_of(room))
         if not os.path.exists(to_os_path(self.root_dir, path)):
             return Saved(False, f"{path!r} was deleted", gone=True)
         if self._differs.get(room) != state:
@@ -378,12 +375,13 @@ class Rooms:
             except Exception:
                 pass  # unreadable: the write below says whether it can be saved
             self._differs[room] = state
-        model = {"format": room._file_format, "type": room._file_type, "content": _without_placeholders(content)}
+        file_format, file_type = ydoc_rooms.file_format_and_type(room)
+        model = {"format": file_format, "type": file_type, "content": _without_placeholders(content)}
         try:
             saved_model = await loader.maybe_save_content(model)
         except OutOfBandChanges:
             # jupyter-server-ydoc's rule: the file on disk wins, the room takes its content.
-            await room._on_outofband_change()
+            await ydoc_rooms.take_file_content(room)
             return Saved(False, f"{path!r} changed on disk since the room loaded it; the room took the file's "
                                 "content (as jupyter-server-ydoc does) and its own unsaved edits were dropped")
         except Exception as exc:
@@ -396,39 +394,32 @@ class Rooms:
         if room.clients:  # mark the save as jupyter-server-ydoc marks its own, for the people in the room
             # (with nobody there, the room is about to close: a change now would reach its
             # broadcast loop after the room stopped)
-            async with room._update_lock:
-                room._document.dirty = False
-                room._document.hash = saved_model["hash"]
+            await ydoc_rooms.mark_saved(room, saved_model["hash"])
         return Saved(True, wrote=True)
 
     async def _matches_file(self, room: Any, path: str, content: Any) -> bool:
         """Whether ``content`` is what loading the file into a room gives now (read through the
         contents manager directly: the loader's own read would reset its changed-on-disk check)."""
         contents = self.serverapp.contents_manager
-        model = await ensure_async(contents.get(path, format=room._file_format, type=room._file_type, content=True))
+        file_format, file_type = ydoc_rooms.file_format_and_type(room)
+        model = await ensure_async(contents.get(path, format=file_format, type=file_type, content=True))
         loaded = model["content"]
-        if room._file_type == "file" and isinstance(loaded, str):
+        if file_type == "file" and isinstance(loaded, str):
             loaded = loaded.replace("\r\n", "\n")  # as the loader normalises text files
-        fresh = await asyncio.to_thread(_loaded_into, type(room._document), loaded)
+        fresh = await asyncio.to_thread(_loaded_into, type(document_of(room)), loaded)
         fresh_content = await _content(fresh)
         _same_made_up_ids(loaded, fresh_content, content)
         return fresh_content == content
 
     async def close(self, room_id: str, room: Any) -> None:
         """Delete the room as jupyter-server-ydoc's handler does when its last client left."""
-        if room.cleaner is not None and not room.cleaner.done():
-            room.cleaner.cancel()
-        await self.ydoc.ywebsocket_server.delete_room(room=room)
-        file_id = file_id_of(room_id)
-        loaders = self.ydoc.file_loaders
-        if file_id in loaders and loaders[file_id].number_of_subscriptions == 0:
-            await loaders.remove(file_id)
+        await ydoc_rooms.delete_room(self.ydoc, room, file_id_of(room_id))
         self._resolved = {path: rid for path, rid in self._resolved.items() if rid != room_id}
         # What served the room may still hold it (a person's websocket handler, held by the
         # context of every task and timer of its request, jupyter-server-ydoc's cancelled cleanup
         # timer among them: memory.py); it holds an empty shell. Nothing serves the room any more,
         # and an update still queued in its store is written all the same (its flush timer holds it).
-        room._document = room.ydoc = room.awareness = room.ystore = room._file = None
+        ydoc_rooms.let_go(room)
 
 
 class CheckedFiles:
@@ -491,7 +482,7 @@ async def _content(document: Any) -> Any:
     ids = [cell.get("id") for cell in plain if cell.get("id") is not None]
     if len(ids) != len(set(ids)):
         return await document.aget()
-    meta = cast_all(document._ymeta.to_py() or {}, float, int)
+    meta = cast_all(ydoc_rooms.notebook_meta(document).to_py() or {}, float, int)
     no_ids = int(meta.get("nbformat", 0)) == 4 and int(meta.get("nbformat_minor", 0)) <= 4
     for cell in plain:
         cell.pop("execution_state", None)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -46,10 +47,13 @@ from mcp_types import (
 from mcp_types.jsonrpc import HEADER_MISMATCH, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from ..adapters.fastmcp_lowlevel import low_level_server, raw_request_params
 from . import dialects
 from .dialects import CORE, OFFICIAL, RELATED_TASK, SEED
 from .manager import INTERNAL_ERROR, INVALID_PARAMS, TaskError, TaskManager
 from .records import TaskRecord
+
+log = logging.getLogger(__name__)
 
 EXTENSION_ID = SEED
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
@@ -96,16 +100,12 @@ def tool_result_wire(result: Any) -> dict[str, Any]:
 def raw_params(request_context: Any) -> Mapping[str, Any]:
     """The tools/call params as the client sent them, ``task`` included.
 
-    fastmcp rebuilds the params it hands an extension without ``task``, so this is the one
-    read of its private request context; it fails loudly, not quietly as "no task", the day
-    an upgrade moves it (tests/test_unit_task_dialects.py holds it to that)."""
+    fastmcp rebuilds the params it hands an extension without ``task``, so they are read from
+    its private request context (``adapters.fastmcp_lowlevel``), which fails loudly, not quietly
+    as "no task", the day an upgrade moves them."""
     if request_context is None:
         return {}
-    try:
-        params = request_context._srctx.params
-    except AttributeError as exc:
-        raise RuntimeError("fastmcp's request context no longer carries the raw request params "
-                           "(FastMCPRequestContext._srctx.params): the tasks binding cannot see params.task") from exc
+    params = raw_request_params(request_context)
     if params is None:
         return {}
     if not isinstance(params, Mapping):
@@ -176,13 +176,29 @@ def dialect_of(request_context: Any) -> str:
                    data={"requiredCapabilities": {"extensions": {OFFICIAL: {}}}})
 
 
-def _mcp_error(exc: Exception) -> MCPError:
+def raised_by(exc: BaseException, obj: object) -> bool:
+    """Whether ``exc`` was raised in (or passed through) a method of ``obj``: one frame of its
+    traceback runs with ``obj`` as its ``self``."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_locals.get("self") is obj:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _mcp_error(exc: Exception, method: str, store: object) -> MCPError:
+    """What the client is told of a failed ``method``: a task error as it is; an error of the task
+    store (Redis down, say) as the store being unavailable; anything else, logged with its
+    traceback, as what failed."""
     if isinstance(exc, MCPError):
         return exc
     if isinstance(exc, TaskError):
         return MCPError(code=exc.code, message=exc.message, data=exc.data)
-    # anything else is the store failing (Redis down, say): say so, do not guess
-    return MCPError(code=INTERNAL_ERROR, message=f"the task store is unavailable: {type(exc).__name__}: {exc}")
+    if raised_by(exc, store):
+        return MCPError(code=INTERNAL_ERROR, message=f"the task store is unavailable: {type(exc).__name__}: {exc}")
+    log.error("jupyter_mcp: %s failed", method, exc_info=exc)
+    return MCPError(code=INTERNAL_ERROR, message=f"{method} failed: {type(exc).__name__}: {exc}")
 
 
 class _Advertised(ServerExtension):
@@ -226,7 +242,7 @@ class TasksExtension(ServerExtension):
         mcp.add_extension(_Advertised())
         mcp.add_middleware(_TaskSupportInToolList())
         mcp.experimental_capabilities[EXTENSION_ID] = self.settings()
-        low = mcp._mcp_server
+        low = low_level_server(mcp)
         low.middleware.append(self._swap_placeholder)
         plain = low.get_capabilities
 
@@ -265,7 +281,7 @@ class TasksExtension(ServerExtension):
                 ttl=task.get("ttl") if isinstance(task, dict) else None, key=key, work=work,
                 notify=_notifier(context.session, dialect), can_ask=self._can_ask(rc, dialect))
         except Exception as exc:
-            raise _mcp_error(exc) from None
+            raise _mcp_error(exc, "tools/call", self.manager.store) from None
         answer = dialects.created(dialect, record, modern=rc.protocol_version in MODERN_PROTOCOL_VERSIONS)
         return ToolResult(content=[TextContent(type="text", text=f"task {record.task_id} created")],
                           meta={_PLACEHOLDER: answer})
@@ -313,14 +329,14 @@ class TasksExtension(ServerExtension):
             owner, dialect = self._asker(ctx, "tasks/get", params.task_id)
             return dialects.task(dialect, await self.manager.get(owner, params.task_id))
         except Exception as exc:
-            raise _mcp_error(exc) from None
+            raise _mcp_error(exc, "tasks/get", self.manager.store) from None
 
     async def _list(self, ctx: Any, params: PaginatedRequestParams) -> dict[str, Any]:
         try:
             owner, dialect = self._asker(ctx, "tasks/list")
             page, cursor = await self.manager.list(owner, params.cursor)
         except Exception as exc:
-            raise _mcp_error(exc) from None
+            raise _mcp_error(exc, "tasks/list", self.manager.store) from None
         answer: dict[str, Any] = {"tasks": [dialects.task(dialect, r) for r in page]}
         if cursor:
             answer["nextCursor"] = cursor
@@ -341,7 +357,7 @@ class TasksExtension(ServerExtension):
                         raise
             return {"resultType": "complete"}
         except Exception as exc:
-            raise _mcp_error(exc) from None
+            raise _mcp_error(exc, "tasks/cancel", self.manager.store) from None
 
     async def _result(self, ctx: Any, params: GetTaskPayloadRequestParams) -> dict[str, Any]:
         try:
@@ -351,7 +367,7 @@ class TasksExtension(ServerExtension):
             record = await self.manager.finished(owner, params.task_id, wait=dialect == CORE, deliver=deliver)
             return dialects.final_answer(dialect, record)
         except Exception as exc:
-            raise _mcp_error(exc) from None
+            raise _mcp_error(exc, "tasks/result", self.manager.store) from None
 
     async def _update(self, ctx: Any, params: UpdateTaskRequestParams) -> dict[str, Any]:
         """Answers to a task's input requests (its ``inputRequests``), by key; keys that are not
@@ -372,7 +388,7 @@ class TasksExtension(ServerExtension):
             await self.manager.answer(owner, params.task_id, responses)
             return {"resultType": "complete"}
         except Exception as exc:
-            raise _mcp_error(exc) from None
+            raise _mcp_error(exc, "tasks/update", self.manager.store) from None
 
 
 def _elicitation_on_stream(ctx: Any, task_id: str) -> Any:

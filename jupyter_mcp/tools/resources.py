@@ -54,6 +54,8 @@ from mcp_types import (
 from pydantic import Field
 
 from .. import permissions
+from ..adapters.fastmcp_lowlevel import low_level_server
+from ..adapters.sdk_server import connection_of
 from ..errors import NotebookError, logs_its_error
 from ..identity import calling_agent
 from ..notebooks import cells, files, outputs
@@ -330,7 +332,7 @@ class _LegacyClient:
 def _connection_of(ctx: Any) -> Any:
     """The client's connection (one per MCP session): the request context's session object is
     made anew for each request."""
-    return ctx.session._connection
+    return connection_of(ctx.session)
 
 
 class Subscriptions:
@@ -349,7 +351,7 @@ class Subscriptions:
         self._relist: asyncio.TimerHandle | None = None
 
     def install(self, mcp: Any) -> None:
-        low = mcp._mcp_server
+        low = low_level_server(mcp)
         low.add_request_handler("resources/subscribe", SubscribeRequestParams, self._subscribe)
         low.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self._unsubscribe)
         low.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, self._listen)

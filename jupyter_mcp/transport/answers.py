@@ -22,26 +22,18 @@ finishes without a notification within its deferral window.)
 
 The SDK's transport reads its mode from one attribute, ``is_json_response_enabled``, in the
 request's own task (and in its message router, which files messages related to a request);
-``ChoosingTransport`` makes it a per-request value. These are private surfaces of the SDK
-(the manager's ``_admit_session``, the transport's ``_handle_post_request`` and
-``_request_streams``), used here only; ``tests/test_unit_answers.py`` fails loudly if an
-upgrade moves them.
+``ChoosingTransport`` makes it a per-request value, through the SDK's private surfaces held in
+``adapters/sdk_server.py`` (``tests/test_adapters.py`` fails loudly if an upgrade moves them).
 """
 
 from __future__ import annotations
 
-import json
-import logging
-from contextvars import ContextVar
 from typing import Any
 
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp_types import JSONRPCError, JSONRPCResponse
 
-log = logging.getLogger(__name__)
-
-_answer_json: ContextVar[bool] = ContextVar("jupyter_mcp_answer_json", default=False)
+from ..adapters.sdk_server import JsonPerRequestTransport, adopt_new_transports
 
 
 def needs_stream(message: Any, runs_code: frozenset[str]) -> bool:
@@ -65,65 +57,21 @@ def needs_stream(message: Any, runs_code: frozenset[str]) -> bool:
     return params.get("name") in runs_code and "task" not in params
 
 
-class _ResponsesOnly:
-    """The send side of a JSON-answered request's stream: it takes the response, and drops
-    what the request cannot carry (a notification related to it)."""
+class ChoosingTransport(JsonPerRequestTransport):
+    """The SDK's 2025-11-25 transport, choosing JSON or a stream for each request (``needs_stream``)."""
 
-    def __init__(self, stream: Any) -> None:
-        self._stream = stream
-
-    async def send(self, event: Any) -> None:
-        if isinstance(event.message, JSONRPCResponse | JSONRPCError):
-            await self._stream.send(event)
-        else:
-            log.debug("jupyter_mcp: dropped a message related to a request answered with JSON: %s",
-                      getattr(event.message, "method", None))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._stream, name)
-
-
-class _RequestStreams(dict):
-    """The transport's streams per request; a JSON-answered request's takes only its response."""
-
-    def __setitem__(self, request_id: Any, streams: Any) -> None:
-        if _answer_json.get():
-            streams = (_ResponsesOnly(streams[0]), streams[1])
-        super().__setitem__(request_id, streams)
-
-
-class ChoosingTransport(StreamableHTTPServerTransport):
-    """The SDK's 2025-11-25 transport, choosing JSON or a stream for each request."""
-
-    @property  # type: ignore[override]
-    def is_json_response_enabled(self) -> bool:
-        return _answer_json.get()
-
-    @is_json_response_enabled.setter
-    def is_json_response_enabled(self, value: bool) -> None:
-        if value:
-            raise ValueError("a ChoosingTransport chooses JSON per request; it has no JSON-only mode")
+    runs_code: frozenset[str] = frozenset()
 
     @classmethod
-    def adopt(cls, transport: StreamableHTTPServerTransport, runs_code: frozenset[str]) -> StreamableHTTPServerTransport:
+    def adopt(cls, transport: StreamableHTTPServerTransport,  # type: ignore[override]
+              runs_code: frozenset[str]) -> StreamableHTTPServerTransport:
         """Make a transport the SDK just built (no request served yet) choose per request."""
-        if transport.__dict__.pop("is_json_response_enabled", False):
-            raise ValueError("the session manager answers JSON only: there is nothing to choose")
-        transport.__class__ = cls
-        transport._runs_code = runs_code
-        transport._request_streams = _RequestStreams(transport._request_streams)
-        return transport
+        chooser = super().adopt(transport)
+        chooser.runs_code = runs_code
+        return chooser
 
-    async def _handle_post_request(self, scope: Any, request: Any, receive: Any, send: Any) -> None:
-        try:
-            message = json.loads(await request.body())  # Starlette keeps the body for the SDK to read again
-        except ValueError:
-            message = None  # the SDK answers the parse error
-        token = _answer_json.set(not needs_stream(message, self._runs_code))
-        try:
-            await super()._handle_post_request(scope, request, receive, send)
-        finally:
-            _answer_json.reset(token)
+    def answers_json(self, message: Any) -> bool:
+        return not needs_stream(message, self.runs_code)
 
 
 def session_manager_of(app: Any) -> StreamableHTTPSessionManager:
@@ -138,11 +86,4 @@ def session_manager_of(app: Any) -> StreamableHTTPSessionManager:
 def choose_per_request(app: Any, runs_code: frozenset[str]) -> None:
     """Every 2025-11-25 session the app opens from now on answers JSON where it can
     (``runs_code``: the tools whose synchronous call keeps its stream)."""
-    manager = session_manager_of(app)
-    admit = manager._admit_session
-
-    def admit_choosing(*args: Any, **kwargs: Any) -> StreamableHTTPServerTransport | None:
-        transport = admit(*args, **kwargs)
-        return ChoosingTransport.adopt(transport, runs_code) if transport is not None else None
-
-    manager._admit_session = admit_choosing
+    adopt_new_transports(session_manager_of(app), lambda transport: ChoosingTransport.adopt(transport, runs_code))

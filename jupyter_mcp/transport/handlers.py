@@ -16,6 +16,10 @@ from mcp.server.auth.middleware.bearer_auth import (
 )
 from tornado import web
 
+from ..adapters.jupyter_server_internals import NOT_LOOKED_YET, user_found_so_far
+from ..adapters.jupyterhub_auth import hub_user_of_request
+from ..adapters.sdk_server import session_owners
+from ..adapters.tornado_handler import response_header
 from ..identity import principal_of_handler, scope_user
 from ..permissions import SCOPE_KEY, Permissions
 from .answers import session_manager_of
@@ -66,7 +70,7 @@ class SessionLimit:
     SDK's server-wide cap (10,000, then 503 for everyone until sessions expire).
 
     The SDK keeps who opened each session (``_session_owners``, session id -> the owner's
-    authorization context); this is the one place that reads it. One user's session openings
+    authorization context); this is the one place that reads it (``adapters.sdk_server``). One user's session openings
     are served one at a time, so that the count read before one is the count it adds to: at
     once, each would read the count from before any of them."""
 
@@ -77,7 +81,7 @@ class SessionLimit:
 
     def _owners(self) -> dict[str, Any]:
         """The SDK session manager's table of who opened each session."""
-        return session_manager_of(self.app)._session_owners
+        return session_owners(session_manager_of(self.app))
 
     def held_by(self, user: AuthenticatedUser) -> int:
         owners = self._owners()
@@ -141,9 +145,10 @@ class MCPHandler(APIHandler):
         guards /mcp against browsers in both cases. A request with a login cookie gets
         Jupyter's check. One that is not authenticated is told how to be, rather than that
         an _xsrf argument is missing."""
-        if not hasattr(self, "_jupyter_current_user"):
+        user = user_found_so_far(self)
+        if user is NOT_LOOKED_YET:
             return  # too early: Jupyter calls this again once it knows the user
-        if not self._jupyter_current_user:
+        if not user:
             raise web.HTTPError(403, self.refusal())
         if self.request.cookies and self.identity_provider.auth_enabled:
             super().check_xsrf_cookie()
@@ -164,7 +169,7 @@ class MCPHandler(APIHandler):
         hub_auth = getattr(self.identity_provider, "hub_auth", None)
         if hub_auth is None:
             return TOKEN_HELP
-        return hub_refusal(hub_auth.access_scopes, getattr(self, "_cached_hub_user", None),  # HubAuth's, per request
+        return hub_refusal(hub_auth.access_scopes, hub_user_of_request(self),
                            sent_header=bool(self.request.headers.get("Authorization")),
                            sent_in_url=bool(self.get_query_argument("token", "")))
 
@@ -207,5 +212,5 @@ class MCPHandler(APIHandler):
 
     def finish(self, *args: Any, **kwargs: Any):  # type: ignore[override]
         if self._asgi is not None:
-            kwargs.setdefault("set_content_type", self._headers.get("Content-Type") or "application/json")
+            kwargs.setdefault("set_content_type", response_header(self, "Content-Type") or "application/json")
         return super().finish(*args, **kwargs)

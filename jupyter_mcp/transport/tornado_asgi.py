@@ -23,6 +23,9 @@ from typing import Any
 from tornado.iostream import StreamClosedError
 from tornado.web import RequestHandler
 
+from ..adapters.sse_watchers import stop_shutdown_watchers
+from ..adapters.tornado_handler import response_finished
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
@@ -61,7 +64,7 @@ class Lifespan:
         if not self._task.done():
             self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
-        await _stop_sse_watchers()
+        await stop_shutdown_watchers()  # nothing left pending when the server's loop closes
 
     async def _run(self) -> None:
         scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
@@ -193,7 +196,7 @@ class ASGIRequest:
         self._finish()
 
     def _finish(self) -> None:
-        if not self.handler._finished:
+        if not response_finished(self.handler):
             try:
                 self.handler.finish()
             except StreamClosedError:
@@ -275,14 +278,3 @@ async def _gzip(body: bytes) -> bytes:
     if len(body) >= GZIP_IN_THREAD_BYTES:
         return await asyncio.to_thread(gzip.compress, body, 1, mtime=0)
     return gzip.compress(body, 1, mtime=0)
-
-
-async def _stop_sse_watchers() -> None:
-    """sse-starlette keeps one shutdown-poll task per event loop for the life of the
-    loop (it watches uvicorn, which is not running here); end it with the app so
-    nothing is left pending when the server's loop closes."""
-    watchers = [t for t in asyncio.all_tasks()
-                if getattr(t.get_coro(), "__qualname__", "") == "_shutdown_watcher"]
-    for task in watchers:
-        task.cancel()
-    await asyncio.gather(*watchers, return_exceptions=True)
