@@ -14,7 +14,7 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import websocket_connect
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.kernels.sessions import stoppable
+from jupyter_mcp.kernels.reaping import stoppable
 from jupyter_mcp.testing import LiveServer, call, new_notebook, refused, ui_session
 from jupyter_mcp.testing.plugin import starts_process
 

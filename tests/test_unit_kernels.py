@@ -249,7 +249,7 @@ def _valid_output(output: dict) -> None:
 
 
 def test_odd_kernel_messages_become_valid_nbformat_outputs():
-    from jupyter_mcp.kernels.sessions import _output_from_msg
+    from jupyter_mcp.kernels.messages import _output_from_msg
 
     five = _output_from_msg("display_data", {"data": {"text/plain": 5, "text/html": ["<b>", 7, None],
                                                       "application/json": {"a": [1]},

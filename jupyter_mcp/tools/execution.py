@@ -19,7 +19,8 @@ from fastmcp.tools.base import ToolResult
 from mcp_types import TextContent
 
 from ..errors import NotebookError, logs_its_error
-from ..kernels.sessions import Execution, Kernels, OnEvent, OutputEvent
+from ..kernels.messages import Execution, OnEvent, OutputEvent
+from ..kernels.sessions import Kernels
 from ..notebooks import cells, outputs
 from ..notebooks.activity import Activity
 from ..notebooks.rooms import LiveNotebook, Rooms

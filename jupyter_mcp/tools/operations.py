@@ -26,6 +26,9 @@ from .execution import Runs
 from .resources import cell_resource
 
 
+BROADCAST_TURNS = 3  # loop turns the room's broadcast of an edit takes (2) and one of margin
+
+
 class Notebooks:
     """The server's notebooks as the tools reach them (injected into every tool)."""
 
@@ -62,9 +65,12 @@ class Notebooks:
 
     async def edited(self, nb: LiveNotebook) -> None:
         """After an edit: let the room broadcast the update to the people watching before
-        the answer to the agent is put together."""
+        the answer to the agent is put together. The room's broadcast loop takes the update a
+        loop turn after the transaction and writes it to each tab's websocket a turn later;
+        one more turn is margin. tests/test_broadcast.py fails if that stops sufficing (it
+        fails with 0 or 1 turn)."""
         self.activity.touch(nb.room_id)
-        for _ in range(3):
+        for _ in range(BROADCAST_TURNS):
             await asyncio.sleep(0)
 
     async def may_start_kernel(self, nb: LiveNotebook, agent: Agent) -> None:

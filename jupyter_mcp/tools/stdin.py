@@ -26,7 +26,7 @@ from typing import Any
 from fastmcp.server.middleware import Middleware
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..kernels.sessions import OnInput, Refused
+from ..kernels.runs import OnInput, Refused
 from ..tasks import hooks
 from ..tasks.binding import offers_elicitation
 
