@@ -62,7 +62,9 @@ class KnownArguments(Middleware):
     async def on_call_tool(self, context: Any, call_next: Any) -> Any:
         name = context.message.name
         allowed = self.parameters.get(name)
-        unknown = sorted(set(context.message.arguments or {}) - set(allowed or ())) if allowed is not None else []
+        if allowed is None:  # not a tool of ours: nothing to check
+            return await call_next(context)
+        unknown = sorted(set(context.message.arguments or {}) - set(allowed))
         if unknown:
             hints = [f"{arg!r} (did you mean {close[0]!r}?)" if (close := difflib.get_close_matches(arg, allowed, 1))
                      else repr(arg) for arg in unknown]

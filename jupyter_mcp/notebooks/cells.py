@@ -120,7 +120,8 @@ def outline_view(cell: dict[str, Any], index: int) -> dict[str, Any]:
     }
     if view["cell_type"] == "code":
         count = cell.get("execution_count")
-        outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
+        stored = cell.get("outputs")
+        outputs: list[Any] = stored if isinstance(stored, list) else []
         view["execution_count"] = int(count) if count is not None else None
         view["output_count"] = len(outputs)
         view["output_chars"] = sum(_chars(o) for o in outputs)

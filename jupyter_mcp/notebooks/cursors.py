@@ -58,7 +58,7 @@ def _id(value: Any) -> tuple[int, int] | None:
     if not isinstance(value, dict):
         return None
     client, clock = value.get("client"), value.get("clock")
-    if all(type(n) is int and 0 <= n < _MAX_ID for n in (client, clock)):
+    if type(client) is int and type(clock) is int and 0 <= client < _MAX_ID and 0 <= clock < _MAX_ID:
         return client, clock
     return None
 
@@ -75,8 +75,8 @@ def probe(position: Any, client: int, known: dict[int, int] | None = None) -> by
         return None  # a root type's name (not a cell), or no item the document has
     if item is not None:  # just before the character (its right origin: the same parent)
         placed = bytes([_HAS_RIGHT_ORIGIN | _INFO_STRING]) + _numbers(*item)
-    else:  # at the start of the text (no origin: a parent, given by its item's id)
-        placed = bytes([_INFO_STRING]) + _numbers(0, *text)
+    else:  # at the start of the text (no origin: a parent, given by its item's id, ``named`` here)
+        placed = bytes([_INFO_STRING]) + _numbers(0, *named)
     one_client_one_struct = _numbers(1, 1, client, 0)
     return one_client_one_struct + placed + _numbers(1) + b"?" + _numbers(0)  # the string "?", no deletions
 
@@ -130,7 +130,7 @@ class _Copy:
     observed only within ``with``."""
 
     def __init__(self, update: bytes) -> None:
-        self.doc = Doc()
+        self.doc: Doc[Array[Any]] = Doc()
         self.doc.apply_update(update)
         self.cells = self.doc.get("cells", type=Array)
         self.hit: list[str | None] = []

@@ -158,6 +158,7 @@ class MoveGuard:
 
     def _carry_updates(self) -> None:
         if self.shadow is None:
+            assert self.before is not None  # kept until the shadow is made from it (or the guard stops)
             self.shadow = Doc()
             self.shadow.apply_update(self.before)
             self.before = None
@@ -225,6 +226,6 @@ def move(room: Any, ynb: Any, index: int, to: int) -> MoveGuard | None:
     source = str(ynb.ycells[index].get("source", ""))
     follows = cells.id_of(ynb.ycells[index - 1]) if index else None
     cells.move(ynb, index, to)
-    if before is None or index == to:
+    if before is None or cell_id is None or index == to:  # (no id: no ``before`` either)
         return None
     return MoveGuard(room, ynb, cell_id, index, follows, before, source)

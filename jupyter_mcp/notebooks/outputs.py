@@ -189,7 +189,7 @@ def summarize(outputs: list[dict[str, Any]], max_chars: int, images: Images | No
         if data:
             item["mime_types"] = sorted(str(m) for m in data)
         image = image_of(data) if images is not None else None
-        if image is None:
+        if image is None or images is None:  # (no images: no image either)
             item["text"] = truncate(output_text(output), max_chars, where)
         else:  # its text form if it has one beside the image, then the image's note
             text = strip_ansi(best_text(data) or "")

@@ -18,7 +18,7 @@ import contextlib
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 from .records import FAILED, TERMINAL, TaskRecord
 
@@ -51,6 +51,8 @@ class RedisTaskStore:
         # A client from a URL retries nothing: after a Redis restart the first command on
         # each pooled connection would fail on its dead socket. Reconnect and retry instead.
         # (Options in the URL's query string win over these.)
+        # decode_responses: every reply is str. redis-py's types say ``bytes | str`` whatever
+        # the client, so the methods below cast each reply they read to the str it is.
         self.redis = aioredis.from_url(self.url, decode_responses=True,
                                        socket_timeout=SOCKET_TIMEOUT_SEC, socket_connect_timeout=SOCKET_TIMEOUT_SEC,
                                        retry=Retry(ExponentialBackoff(cap=1.0, base=0.05), RETRIES),
@@ -108,10 +110,10 @@ class RedisTaskStore:
     async def _end_orphans(self) -> None:
         """Every working task of a server whose lease is gone answers failed, read or not
         (so it gets its expiry, and stops counting against its owner's tasks)."""
-        for server_id in await self.redis.smembers(self._servers):
+        for server_id in cast("set[str]", await self.redis.smembers(self._servers)):
             if server_id == self.server_id or await self.redis.exists(self._lease(server_id)):
                 continue
-            for task_id in await self.redis.smembers(self._working(server_id)):
+            for task_id in cast("set[str]", await self.redis.smembers(self._working(server_id))):
                 record = await self.get(task_id)  # answers failed now, which takes it out of the set
                 if record is None or record.terminal:  # gone already, or ended some other way
                     await self.redis.srem(self._working(server_id), task_id)
@@ -149,7 +151,7 @@ class RedisTaskStore:
                 try:
                     if key is not None:
                         await pipe.watch(key)
-                        holder = await pipe.get(key)
+                        holder = cast("str | None", await pipe.get(key))
                         if holder is not None:
                             await pipe.watch(self._task(holder))  # it may expire meanwhile
                             raw = await pipe.get(self._task(holder))
@@ -173,7 +175,7 @@ class RedisTaskStore:
                     continue
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        raw = await self.redis.get(self._task(task_id))
+        raw = cast("str | None", await self.redis.get(self._task(task_id)))
         return await self._alive(raw)
 
     async def _alive(self, raw: str | None) -> TaskRecord | None:
@@ -196,10 +198,11 @@ class RedisTaskStore:
         top = f"({before[0]!r}" if before else "+inf"
         found: list[TaskRecord] = []
         while len(found) < limit:
-            ids = await self.redis.zrevrangebyscore(index, top, "-inf", start=0, num=limit * 2, withscores=True)
+            ids = cast("list[tuple[str, float]]",
+                       await self.redis.zrevrangebyscore(index, top, "-inf", start=0, num=limit * 2, withscores=True))
             if not ids:
                 break
-            raws = await self.redis.mget([self._task(i) for i, _ in ids])
+            raws = cast("list[str | None]", await self.redis.mget([self._task(i) for i, _ in ids]))
             stale = []
             for (task_id, _), raw in zip(ids, raws):
                 record = await self._alive(raw)
@@ -245,7 +248,7 @@ class RedisTaskStore:
 
     async def count(self, owner: str) -> int:
         index = self._owner(owner)
-        ids = await self.redis.zrange(index, 0, -1)
+        ids = cast("list[str]", await self.redis.zrange(index, 0, -1))
         if not ids:
             return 0
         async with self.redis.pipeline(transaction=False) as pipe:
@@ -260,5 +263,5 @@ class RedisTaskStore:
     async def find_by_key(self, idempotency_key: str) -> TaskRecord | None:
         # A key whose task is gone is left alone: it expires with its task, and create
         # takes it over atomically (deleting it here could delete a key just claimed anew).
-        task_id = await self.redis.get(self._key(idempotency_key))
+        task_id = cast("str | None", await self.redis.get(self._key(idempotency_key)))
         return await self.get(task_id) if task_id is not None else None
