@@ -25,7 +25,7 @@ from collections import Counter
 import pytest
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook
+from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook, read_notebook
 
 STORES = {
     "batched": [],
@@ -44,10 +44,10 @@ def sources(ui: UIClient) -> list[str]:
 
 
 def on_disk(server, name: str) -> list[str] | None:
-    """The file's cells, or None while a save is writing it."""
+    """The file's cells, or None while a save is writing it (read once: the kills are timed)."""
     try:
-        return disk_sources(server.root / name)
-    except ValueError:
+        return disk_sources(server.root / name, timeout=0)
+    except AssertionError:
         return None
 
 
@@ -250,7 +250,7 @@ async def test_killed_right_after_the_room_took_a_change_made_on_disk(live_facto
     server = start(live_factory, store, *HELD)
     name, ids = new_notebook(server.root, *ORIGINAL)
     ui = await open_tab(server, name)
-    on_disk_now = json.loads((server.root / name).read_text())
+    on_disk_now = read_notebook(server.root / name)
     on_disk_now["cells"].insert(1, {**on_disk_now["cells"][1], "id": "from-disk", "source": "# FROM DISK"})
     await asyncio.sleep(1)  # a later modification time than the room's load
     (server.root / name).write_text(json.dumps(on_disk_now))

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from jupyter_mcp.client import LEGACY, MODERN, Tasks, connect
-from jupyter_mcp.testing import UIClient, call, failed_run, new_notebook, refused, ui_execute, ui_session, write_notebook
+from jupyter_mcp.testing import (UIClient, call, failed_run, new_notebook, refused, saved_notebook, ui_execute, ui_session,
+                                 write_notebook)
 
 pytestmark = pytest.mark.live
 
@@ -56,11 +57,8 @@ async def test_outputs_and_count_reach_disk(live):
         first = await call(mcp, "cell_execute", path=name, cell_id=ids[0])
         second = await call(mcp, "cell_execute", path=name, index=1)
     assert second["execution_count"] == first["execution_count"] + 1
-    for _ in range(100):  # the room saves after its 1 s debounce
-        cells = json.loads((live.root / name).read_text())["cells"]
-        if cells[1]["outputs"]:
-            break
-        await asyncio.sleep(0.1)
+    cells = (await saved_notebook(live.root / name, lambda nb: nb["cells"][1]["outputs"], timeout=10,
+                                  what="the outputs"))["cells"]  # the room saves after its 1 s debounce
     assert cells[0]["execution_count"] == first["execution_count"]
     assert "".join(cells[0]["outputs"][0]["text"]) == "saved output\n"
     assert "".join(cells[1]["outputs"][0]["data"]["text/plain"]) == "42"
@@ -213,7 +211,8 @@ async def test_cell_insert_execute_adds_a_cell_and_runs_it_live(live, mode):
         await call(mcp, "cell_execute", path=name, cell_id=ids[0])
         ran = await call(mcp, "cell_insert_execute", path=name, source="print(x + 1)", after_cell_id=ids[0])
         assert ran["status"] == "ok" and ran["outputs"][0]["text"] == "21\n" and ran["path"] == name
-        await ui.wait_for(lambda: len(ui.nb.ycells) == 2 and stdout_of(ui.nb.ycells[1]) == "21\n")
+        await ui.wait_for(lambda: len(ui.nb.ycells) == 2 and stdout_of(ui.nb.ycells[1]) == "21\n"
+                          and ui.nb.ycells[1].get("execution_count") == ran["execution_count"])  # the count lands last
         assert ui.cell_ids() == [ids[0], ran["cell_id"]]
         assert ui.nb.ycells[1]["execution_count"] == ran["execution_count"] and ui.source(1) == "print(x + 1)"
         done = await Tasks(mcp).run("cell_insert_execute", {"path": name, "source": "print('first')", "index": 0})
@@ -253,16 +252,7 @@ async def _valid_on_disk(live, name: str, ready) -> dict:
     it validates against nbformat's schema."""
     import nbformat
 
-    for _ in range(100):
-        try:
-            saved = json.loads((live.root / name).read_text())
-        except ValueError:  # caught mid-write
-            saved = None
-        if saved is not None and ready(saved):
-            break
-        await asyncio.sleep(0.1)
-    else:
-        raise AssertionError(f"not saved as expected: {saved}")
+    saved = await saved_notebook(live.root / name, ready, timeout=10, what="what was expected saved")
     nbformat.validate(nbformat.from_dict(saved))
     return saved
 

@@ -18,7 +18,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from jupyter_mcp.client import Tasks, connect
-from jupyter_mcp.testing import UIClient, call, refused, write_notebook
+from jupyter_mcp.testing import UIClient, call, refused, saved_notebook, write_notebook
 
 pytestmark = pytest.mark.live
 
@@ -82,11 +82,9 @@ async def test_client_disconnecting_mid_call_does_not_lose_the_run(live):
         await ui.wait_for(lambda: ui.nb.ycells[0].get("execution_state") == "idle", timeout=30)
         assert stdout_of(ui.nb.ycells[0]) == "".join(f"tick {i}\n" for i in range(8))
         assert isinstance(ui.nb.ycells[0].get("execution_count"), (int, float))
-    for _ in range(50):
-        cells = json.loads((live.root / name).read_text())["cells"]
-        if cells[0]["outputs"]:
-            break
-        await asyncio.sleep(0.1)
+    # the room saves after its debounce; a save may be under way (Jupyter writes the file in place)
+    cells = (await saved_notebook(live.root / name, lambda nb: nb["cells"][0]["outputs"], timeout=5,
+                                  what="the run's outputs"))["cells"]
     assert "".join(cells[0]["outputs"][0]["text"]).count("tick") == 8
 
 

@@ -6,7 +6,6 @@ gateway going away mid-run and coming back: each through the real MCP SDK client
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import time
 
@@ -15,7 +14,7 @@ import pytest
 from mcp_types import ElicitResult
 
 from jupyter_mcp.client import Tasks, connect
-from jupyter_mcp.testing import LiveServer, UIClient, call, failed_run, new_notebook, refused
+from jupyter_mcp.testing import LiveServer, UIClient, call, failed_run, new_notebook, refused, saved_notebook
 from jupyter_mcp.testing.gateway import KernelGateway
 from jupyter_mcp.testing.plugin import starts_process
 
@@ -58,14 +57,9 @@ async def test_a_cell_runs_on_the_gateway_live_in_the_document_and_on_disk(gatew
         assert parent["outputs"][0]["text"] == str(gateway.proc.pid)  # a child of the gateway
         session = [s for s in await sessions(server) if s["path"] == name][0]
         assert session["kernel"]["id"] in gateway.kernel_ids()
-    deadline = time.monotonic() + 30
-    while True:  # the room's autosave writes the outputs
-        cells = json.loads((server.root / name).read_text())["cells"]
-        if "".join(cells[0]["outputs"][0]["text"] if cells[0]["outputs"] else "") == "".join(
-                f"line {i}\n" for i in range(5)):
-            break
-        assert time.monotonic() < deadline, cells[0]
-        await asyncio.sleep(0.5)
+    await saved_notebook(  # the room's autosave writes the outputs
+        server.root / name, lambda nb: "".join(nb["cells"][0]["outputs"][0]["text"] if nb["cells"][0]["outputs"] else "")
+        == "".join(f"line {i}\n" for i in range(5)), timeout=30, what="the five lines in the first cell's outputs")
 
 
 async def test_a_timeout_interrupts_the_gateway_kernel_and_keeps_its_state(server):

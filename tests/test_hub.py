@@ -23,7 +23,7 @@ import nbformat
 import pytest
 
 from jupyter_mcp.client import NotAuthorized, connect
-from jupyter_mcp.testing import call, disk_sources, new_notebook, refused
+from jupyter_mcp.testing import call, disk_sources, new_notebook, read_notebook, refused
 from jupyter_mcp.testing.hub import Hub, install_proxy, scope
 from jupyter_mcp.testing.npm import npm_tool
 from jupyter_mcp.testing.plugin import starts_process
@@ -145,7 +145,7 @@ async def test_stopping_a_server_through_the_hub_keeps_every_edit_promptly(hub):
     print(f"carol's server stopped through the hub in {took:.1f} s")
     assert took < 10, f"the stop took {took:.1f} s:\n{hub.log(skip='GET /hub/api/users/')[-5000:]}"
     assert disk_sources(notebook) == ["print('ran before the stop')", "b0 = 0", "b1 = 1", "b2 = 2"]
-    assert nbformat.read(notebook, as_version=4).cells[0].outputs[0].text == "ran before the stop\n"
+    assert nbformat.reads(json.dumps(read_notebook(notebook)), as_version=4).cells[0].outputs[0].text == "ran before the stop\n"
     # the README says what a client then meets: the hub itself, with its own words
     r = httpx.post(hub.mcp_url("carol"), headers={"Authorization": f"token {hub.token('carol')}"}, json={})
     assert r.status_code == 403 and "_xsrf" in r.text

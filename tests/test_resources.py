@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated
 
 from jupyter_mcp.client import LEGACY, MODERN, Tasks, connect
-from jupyter_mcp.testing import LiveServer, UIClient, call, new_notebook
+from jupyter_mcp.testing import LiveServer, UIClient, call, new_notebook, saved_notebook
 from jupyter_mcp.testing.plugin import starts_process
 
 pytestmark = pytest.mark.live
@@ -318,11 +318,9 @@ async def test_a_person_leaving_during_an_agents_run_loses_no_output(sweeping):
         assert ran["outputs"][0]["text"] == "0\n1\n2\n3\n"
         assert [r["room_id"] for r in (await call(mcp, "room_list"))["rooms"] if r["path"] == name] == [room_id]
         assert (await call(mcp, "cell_get", path=name, cell_id=ids[0]))["outputs"][0]["text"] == "0\n1\n2\n3\n"
-        for _ in range(50):
-            saved = json.loads((sweeping.root / name).read_text())["cells"][0]["outputs"]
-            if saved and "".join(saved[0]["text"]) == "0\n1\n2\n3\n":
-                break
-            await asyncio.sleep(0.2)
+        saved = (await saved_notebook(sweeping.root / name, lambda nb: nb["cells"][0]["outputs"] and "".join(
+            nb["cells"][0]["outputs"][0]["text"]) == "0\n1\n2\n3\n", timeout=10, what="the four lines saved")
+                 )["cells"][0]["outputs"]
         assert "".join(saved[0]["text"]) == "0\n1\n2\n3\n"
 
 

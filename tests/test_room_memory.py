@@ -9,7 +9,7 @@ import weakref
 import pytest
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import call, write_notebook
+from jupyter_mcp.testing import call, disk_sources, write_notebook
 
 pytestmark = pytest.mark.live
 
@@ -26,4 +26,4 @@ async def test_a_swept_room_frees_its_document(mcp_url, jp_token, mcp_ext, jp_ro
         assert len(await mcp_ext.sweeper.sweep()) == 1
     gc.collect()
     assert doc() is None, f"the closed room's document is still referenced by {gc.get_referrers(doc())!r:.500}"
-    assert "a = 10" in (jp_root_dir / "free.ipynb").read_text()
+    assert "a = 10" in disk_sources(jp_root_dir / "free.ipynb")

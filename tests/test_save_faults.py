@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, eventually, new_notebook, refused
+from jupyter_mcp.testing import LiveServer, UIClient, call, disk_sources, eventually, new_notebook, read_notebook, refused
 from jupyter_mcp.testing.plugin import starts_process
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real permission and disk faults need root")
@@ -302,7 +302,7 @@ async def test_a_save_does_not_write_jupyter_ydocs_metadata_placeholders(live_fa
         ran = await call(mcp, "cell_execute", path=name, cell_id="c1", timeout=60)
         assert ran["status"] == "ok", ran
         await room_closed(mcp, name, timeout=60)
-    saved = json.loads((server.root / name).read_text())
+    saved = read_notebook(server.root / name)
     assert disk_sources(server.root / name) == ["2 + 2"] and saved["cells"][0]["execution_count"] == 1
     metadata = saved["metadata"]
     assert metadata.get("kernelspec") != {"name": "", "display_name": ""}, metadata

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from jupyter_mcp.client import connect
-from jupyter_mcp.testing import UIClient, call, refused, write_notebook
+from jupyter_mcp.testing import UIClient, call, read_notebook, refused, write_notebook
 
 pytestmark = pytest.mark.live
 
@@ -61,7 +61,7 @@ async def test_searches_the_live_document_with_a_persons_unsaved_typing(live):
             if found["matches"]:
                 break
         # found before the room's save (1 s after the typing) wrote it: read from the live document
-        assert "quokka" not in (live.root / name).read_text()
+        assert "quokka" not in json.dumps(read_notebook(live.root / name))
         assert found["matches"] == [{"path": name, "cell_id": ids[0], "index": 0, "cell_type": "code",
                                      "where": "source", "line": 2, "excerpt": "quokka = 2  # typed, not saved"}]
 
@@ -105,4 +105,4 @@ async def test_an_unknown_argument_is_refused_naming_the_valid_ones_sync_and_as_
         raw = await Tasks(mcp).request("tools/call", {"name": "cell_execute", "task": {},
                                                       "arguments": {"path": name, "cell": 0}})
         assert "task" not in raw and raw["isError"] is True and "takes no argument 'cell'" in raw["content"][0]["text"]
-    assert json.loads((live.root / name).read_text())["cells"][0]["outputs"] == []
+    assert read_notebook(live.root / name)["cells"][0]["outputs"] == []

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +51,61 @@ def write_notebook(path: Path, sources: list[str], cell_type: str = "code") -> l
     return [c.id for c in nb.cells]
 
 
-def disk_sources(path: Path) -> list[str]:
-    return [c["source"] if isinstance(c["source"], str) else "".join(c["source"])
-            for c in json.loads(path.read_text())["cells"]]
+class Incomplete(ValueError):
+    pass
+
+
+def _complete(path: Path) -> dict[str, Any]:
+    """The notebook in ``path`` if the file holds a whole one (JSON, nbformat's top-level shape)."""
+    content = json.loads(path.read_text())
+    if not (isinstance(content, dict) and isinstance(content.get("cells"), list)
+            and isinstance(content.get("metadata"), dict) and isinstance(content.get("nbformat"), int)):
+        raise Incomplete(f"not a notebook: {str(content)[:200]}")
+    return content
+
+
+def read_notebook(path: Path, timeout: float = 10) -> dict[str, Any]:
+    """The notebook in ``path``, read once the file holds a complete one. Jupyter's
+    ``atomic_writing`` copies a backup and then writes the file in place, so a reader can find
+    it empty or half-written while the server saves it: never read a notebook the server may be
+    writing just once. Fails saying what it last read if none is complete within ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return _complete(path)
+        except (OSError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{path} held no complete notebook within {timeout}s: {exc!r}") from exc
+        time.sleep(0.02)
+
+
+async def saved_notebook(path: Path, ready: Callable[[dict[str, Any]], Any] = bool, timeout: float = 20,
+                         what: str = "the expected content") -> dict[str, Any]:
+    """The notebook in ``path`` once a complete one is there and ``ready(notebook)`` holds (a
+    room saves after its debounce): polled without holding the event loop; fails with the last
+    complete notebook read, or the last error, after ``timeout``."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: Any = None
+    while True:
+        try:
+            notebook = _complete(path)
+            if ready(notebook):
+                return notebook
+            last = notebook
+        except (OSError, ValueError) as exc:
+            last = exc
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{path} did not hold {what} within {timeout}s; last read: {last!r}"[:4000])
+        await asyncio.sleep(0.05)
+
+
+def sources_of(notebook: dict[str, Any]) -> list[str]:
+    return [c["source"] if isinstance(c["source"], str) else "".join(c["source"]) for c in notebook["cells"]]
+
+
+def disk_sources(path: Path, timeout: float = 10) -> list[str]:
+    """The cell sources of the notebook in ``path``, once the file holds a complete one."""
+    return sources_of(read_notebook(path, timeout))
 
 
 def new_notebook(root: Path, *sources: str, prefix: str = "nb") -> tuple[str, list[str]]:
