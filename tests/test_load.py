@@ -20,7 +20,7 @@ import pytest
 from jupyter_mcp.client import Tasks, connect
 from jupyter_mcp.testing import RedisServer, write_notebook
 
-pytestmark = pytest.mark.live
+pytestmark = [pytest.mark.live, pytest.mark.slow]  # two one-minute soaks
 
 SESSIONS = 20
 DURATION_SEC = 60
