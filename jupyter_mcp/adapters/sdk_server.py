@@ -59,7 +59,7 @@ class JsonPerRequestTransport(StreamableHTTPServerTransport):
     ``is_json_response_enabled``, in the request's own task (and in its message router): here a
     per-request value, set around ``_handle_post_request``."""
 
-    @property  # type: ignore[override]
+    @property
     def is_json_response_enabled(self) -> bool:
         return answering_json.get()
 
