@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from jupyter_mcp.client import LEGACY, MODERN, connect
-from jupyter_mcp.testing import UIClient, call, disk_sources, new_notebook, refused, write_notebook
+from jupyter_mcp.testing import UIClient, call, disk_sources, eventually, new_notebook, refused, write_notebook
 
 pytestmark = pytest.mark.live
 
@@ -207,8 +207,10 @@ async def test_list_users_without_room_is_empty_and_opens_nothing(live):
         assert result == {"path": name, "room_open": False, "users": []}
         assert rooms_for(await call(mcp, "room_list"), name) == []
         async with UIClient(live.url, live.token, name, name="Grace Hopper") as ui:
-            await asyncio.sleep(0.3)
-            users = (await call(mcp, "notebook_list_users", path="/" + name))["users"]
+            async def listed():  # the tab's awareness has reached the room
+                return (await call(mcp, "notebook_list_users", path="/" + name))["users"]
+
+            users = await eventually(listed, what="the person listed")
             assert [u["display_name"] for u in users] == ["Grace Hopper"]
             assert users[0]["is_agent"] is False
             assert ui.room_id == (await call(mcp, "notebook_get", path=name))["room_id"]

@@ -291,10 +291,11 @@ async def test_a_cancel_made_on_another_server_reaches_the_run_and_leaves_nothin
     prefix = f"cancel-{uuid.uuid4().hex[:8]}:"
     a, b = (TaskManager(RedisTaskStore(url=redis_server.url, prefix=prefix), default_ttl_ms=60_000,
                         max_ttl_ms=60_000, poll_interval_ms=100) for _ in range(2))
-    interrupted = asyncio.Event()
+    interrupted, running = asyncio.Event(), asyncio.Event()
 
     async def work():
         await register_interrupt(interrupted.set)
+        running.set()
         await interrupted.wait()
         return {"content": [{"type": "text", "text": "stopped by the interrupt"}]}
 
@@ -305,7 +306,7 @@ async def test_a_cancel_made_on_another_server_reaches_the_run_and_leaves_nothin
     await b.start()
     try:
         task = await a.submit(owner="alice", tool="t", fingerprint="f", ttl=None, key=None, work=work, notify=notify)
-        await asyncio.sleep(0.1)
+        await asyncio.wait_for(running.wait(), 10)  # A runs it
         assert (await b.cancel("alice", task.task_id, notify)).status == "cancelled"
         await asyncio.wait_for(interrupted.wait(), 10)
         deadline = time.monotonic() + 10

@@ -299,13 +299,14 @@ async def test_tasks_result_delivers_each_question_once_then_answers_the_end():
 async def test_a_delivery_stops_when_the_run_withdraws_its_question():
     tasks = manager()
     record = await asking(tasks)
-    never = asyncio.Event()
+    never, delivering = asyncio.Event(), asyncio.Event()
 
     async def deliver(request):
+        delivering.set()
         await never.wait()  # the client never answers
 
     waiting = asyncio.create_task(tasks.finished("alice", record.task_id, wait=True, deliver=deliver))
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(delivering.wait(), 5)  # the question is out: the wait is on the client
     cancelled = await tasks.cancel("alice", record.task_id, _notify)
     assert cancelled.status == "cancelled" and cancelled.input_requests is None
     assert (await asyncio.wait_for(waiting, 5)).status == "cancelled"

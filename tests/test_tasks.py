@@ -14,7 +14,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from jupyter_mcp.client import IDEMPOTENCY_KEY, Tasks, connect
-from jupyter_mcp.testing import call, new_notebook
+from jupyter_mcp.testing import call, eventually, new_notebook
 
 SLOW = "import time\ntime.sleep({s})\nprint('slept {s}')"
 TICKER = "import time\nfor i in range(1000):\n    print(f'tick {{i}}', flush=True)\n    time.sleep({every})"
@@ -352,7 +352,11 @@ async def test_the_tools_own_result_wins_the_race(live, mode):
     async with tasks_on(live, mode) as (client, tasks):
         await warm(client, name)
         task = await tasks.submit("cell_execute", {"path": name, "cell_id": ids[0]})
-        await asyncio.sleep(1.5)
+
+        async def started():
+            return "started" in str((await call(client, "cell_get", path=name, cell_id=ids[0]))["outputs"])
+
+        await eventually(started, what="the cell printed 'started'")
         await tasks.cancel(task["taskId"])
         result = await tasks.result(task["taskId"])
         assert result["structuredContent"]["status"] == "ok"  # the tool's complete answer

@@ -15,6 +15,7 @@ from jupyter_mcp.kernels.sessions import Kernels
 from jupyter_mcp.tasks.hooks import current_task
 from jupyter_mcp.tasks.manager import _Run
 from jupyter_mcp.tasks.records import TaskRecord
+from jupyter_mcp.testing import eventually
 
 pytestmark = pytest.mark.unit
 
@@ -209,15 +210,24 @@ async def test_outside_a_task_the_hooks_do_nothing_and_a_silent_run_keeps_no_par
     assert run.partial_result("cancelled") is None  # nothing to keep: no result rather than an empty one
 
 
+async def _now(value):
+    return value
+
+
+async def sent(kernel, code: str) -> None:
+    """Until the kernel was sent ``code`` (the run holds the kernel from then on)."""
+    await eventually(lambda: _now(("execute", code) in kernel.log), timeout=5, what=f"{code} sent")
+
+
 async def test_a_run_stopped_while_it_waits_behind_another_never_sends_its_code():
     kernels, kernel = kernels_with([stream("first\n")])  # the first run never goes idle by itself
     first = asyncio.create_task(kernels.run("k", "first()", timeout=30))
-    await asyncio.sleep(0.05)
+    await sent(kernel, "first()")
     run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
     token = current_task.set(run)
     try:
         second = asyncio.create_task(run_as_tool(kernels, "second()"))
-        await asyncio.sleep(0.05)
+        await eventually(lambda: _now(run.interrupts), timeout=5, what="the waiting run's stop registered")
     finally:
         current_task.reset(token)
     assert len(run.interrupts) == 1  # registered while still waiting: the stop, not an interrupt yet
@@ -233,7 +243,7 @@ async def test_a_run_stopped_while_it_waits_behind_another_never_sends_its_code(
 async def test_every_wait_counts_against_the_timeout_and_a_late_run_is_not_sent():
     kernels, kernel = kernels_with([stream("first\n")])
     first = asyncio.create_task(kernels.run("k", "first()", timeout=30))
-    await asyncio.sleep(0.05)
+    await sent(kernel, "first()")
     late = await run_as_tool(kernels, "second()", timeout=0.3)
     assert late.status == "timeout" and "this code was not run" in late.message
     await kernels.interrupt("k")

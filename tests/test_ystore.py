@@ -145,7 +145,7 @@ async def _comes_back_whole(server, name, expected, ui):
     server.restart()
     assert disk_sources(server.root / name) == expected
     async with UIClient(server.url, server.token, name, doc=ui.doc, session_id=ui.session["sessionId"]) as back:
-        await asyncio.sleep(1)  # the tab and the room exchange what each lacks
+        await back.wait_for(lambda: sources(back) == expected)  # the tab and the room exchange what each lacks
         assert sources(back) == expected
     async with connect(server.mcp_url, server.token) as mcp:
         listed = await call(mcp, "notebook_get", path=name, include_outputs=False)
