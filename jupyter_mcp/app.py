@@ -234,6 +234,7 @@ class JupyterMCPApp(ExtensionApp):
     def initialize_settings(self) -> None:
         for line in unread_variables(os.environ):
             self.log.warning(line)
+        assert self.serverapp is not None  # extensions are initialised by their server
         root_dir = os.path.abspath(self.serverapp.root_dir)
         self._batch_room_updates()
         self.readiness = Readiness()
@@ -282,6 +283,7 @@ class JupyterMCPApp(ExtensionApp):
         later still, so every room gets the store. The store is told the autosave delay and the
         configuration (jupyter-collaboration makes the stores of the rooms MCP opens without it),
         and every save of a room's file writes the room's store first (``flush_before_saves``)."""
+        assert self.serverapp is not None
         for app in self.serverapp.extension_manager.extension_apps.get("jupyter_server_ydoc", ()):
             if "ystore_class" not in app.config.get("YDocExtension", {}):
                 app.ystore_class = ystore.BatchedYStore
@@ -318,6 +320,7 @@ class JupyterMCPApp(ExtensionApp):
         """Where clients reach /mcp. Under JupyterHub that is through the hub's proxy, not this
         process's own address: the hub gives this server's public URL ($JUPYTERHUB_PUBLIC_URL,
         set when JupyterHub.public_url is) or at least its path ($JUPYTERHUB_SERVICE_PREFIX)."""
+        assert self.serverapp is not None
         own = url_path_join(self.serverapp.connection_url, MCP_PATH)
         public = os.environ.get("JUPYTERHUB_PUBLIC_URL")
         if public:

@@ -228,8 +228,10 @@ async def _cli(argv: list[str]) -> int:
 
 def _first_cause(exc: BaseException) -> BaseException:
     """The error inside the SDK's nested task-group exception groups, for a one-line message."""
-    while getattr(exc, "exceptions", None):
-        exc = exc.exceptions[0]
+    inner = getattr(exc, "exceptions", None)
+    while inner:
+        exc = inner[0]
+        inner = getattr(exc, "exceptions", None)
     return exc
 
 

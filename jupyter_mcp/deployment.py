@@ -307,7 +307,7 @@ class DeploymentIdentityProvider(PasswordIdentityProvider):
         self._names = BoxNames.read(self.host_names, any(not net.is_loopback for net in networks))
         self._read_at = time.monotonic()
 
-    async def get_user(self, handler: Any) -> User | None:  # type: ignore[override]
+    async def get_user(self, handler: Any) -> User | None:
         user = super().get_user(handler)
         if inspect.isawaitable(user):
             user = await user

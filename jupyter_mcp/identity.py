@@ -76,7 +76,8 @@ def client_name(raw: object) -> str:
 
 def calling_agent() -> Agent:
     """The agent making the current tool call (injected into the tools that act)."""
-    client, principal, permissions = DEFAULT_CLIENT, LOCAL, UNRESTRICTED
+    client, principal = DEFAULT_CLIENT, LOCAL
+    permissions: Permissions | Unrestricted = UNRESTRICTED
     try:
         params = get_context().session.client_params
         if params is not None and params.client_info is not None:

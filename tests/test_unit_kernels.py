@@ -290,3 +290,21 @@ async def test_a_display_id_that_is_not_a_string_is_not_tracked_and_the_output_i
     assert [o["data"] for o in result.outputs] == [{"text/plain": "x"}, {"text/plain": "6"}]
     for output in result.outputs:
         _valid_output(output)
+
+
+async def test_a_wait_for_the_run_lock_gives_up_in_time_and_never_leaves_it_held():
+    """The wait behind another run (Python 3.10 has no asyncio.timeout): it gives up after its
+    time, and neither giving up nor being cancelled leaves the lock held."""
+    from jupyter_mcp.kernels.runs import acquire_within
+
+    lock = asyncio.Lock()
+    assert await acquire_within(lock, 0.1) and lock.locked()
+    assert not await acquire_within(lock, 0.05)  # held by the first: gives up
+    waiter = asyncio.ensure_future(acquire_within(lock, 10))
+    await asyncio.sleep(0.01)
+    waiter.cancel()
+    lock.release()  # the lock is free the moment the waiter is cancelled
+    await asyncio.gather(waiter, return_exceptions=True)
+    await asyncio.sleep(0)
+    assert not lock.locked()
+    assert await acquire_within(lock, 0.1)

@@ -74,7 +74,7 @@ class GatewayClient:
         try:
             await asyncio.shield(opening)
         except asyncio.CancelledError:  # the thread opens it anyway: close it once it is open
-            opening.add_done_callback(lambda done: done.exception() is None and self.stop_channels())
+            opening.add_done_callback(lambda done: self.stop_channels() if done.exception() is None else None)
             raise
 
     def _open(self) -> None:

@@ -10,7 +10,7 @@ import asyncio
 import queue
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Literal
 
 from .clients import ConnectionClosed, is_remote
 from .messages import Collector, Execution, OnEvent
@@ -26,6 +26,28 @@ OnInput = Callable[[str, bool], Awaitable[str]]  # (prompt, password) -> the lin
 
 class Refused(Exception):
     """The code gets no answer; the message says why (the run is interrupted)."""
+
+
+async def acquire_within(lock: asyncio.Lock, seconds: float) -> bool:
+    """Whether ``lock`` was acquired within ``seconds``. A wait that gives up, or is cancelled,
+    never leaves the lock held (Python 3.10 has no ``asyncio.timeout``, and its ``wait_for``
+    can time out an acquire that had just won)."""
+    acquiring = asyncio.ensure_future(lock.acquire())
+    try:
+        done, _ = await asyncio.wait({acquiring}, timeout=seconds)
+    except BaseException:
+        _abandon(lock, acquiring)
+        raise
+    if not done:
+        _abandon(lock, acquiring)
+    return bool(done)
+
+
+def _abandon(lock: asyncio.Lock, acquiring: asyncio.Future[Literal[True]]) -> None:
+    """Stop waiting for ``lock``; should the acquire have won meanwhile, release it."""
+    acquiring.cancel()
+    acquiring.add_done_callback(lambda task: lock.release() if not task.cancelled() and task.exception() is None
+                                else None)
 
 
 class RunLoop(KernelState):
@@ -47,10 +69,7 @@ class RunLoop(KernelState):
         """
         deadline = time.monotonic() + timeout if deadline is None else deadline
         lock = self._run_locks[kernel_id]
-        try:
-            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
-                await lock.acquire()
-        except TimeoutError:
+        if not await acquire_within(lock, max(0.0, deadline - time.monotonic())):
             return Execution(status="timeout", message=f"timed out after {timeout:g}s waiting behind another "
                                                        "run on this kernel; this code was not run")
         try:

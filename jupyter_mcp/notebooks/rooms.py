@@ -25,7 +25,7 @@ import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from jupyter_server.utils import ensure_async
 from jupyter_server_ydoc.utils import (
@@ -478,11 +478,11 @@ async def _content(document: Any) -> Any:
     notebook with a cell id twice is left to ``aget`` (it renumbers them in the document)."""
     if not isinstance(document, YNotebook):
         return await document.aget()
-    plain = await cells.decode_list(str(document.ycells))  # new objects: ours to change
+    plain: list[dict[str, Any]] = await cells.decode_list(str(document.ycells))  # new objects: ours to change
     ids = [cell.get("id") for cell in plain if cell.get("id") is not None]
     if len(ids) != len(set(ids)):
         return await document.aget()
-    meta = cast_all(ydoc_rooms.notebook_meta(document).to_py() or {}, float, int)
+    meta = cast(dict[str, Any], cast_all(ydoc_rooms.notebook_meta(document).to_py() or {}, float, int))  # a dict in, a dict out
     no_ids = int(meta.get("nbformat", 0)) == 4 and int(meta.get("nbformat_minor", 0)) <= 4
     for cell in plain:
         cell.pop("execution_state", None)

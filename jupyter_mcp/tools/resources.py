@@ -130,7 +130,8 @@ def output_contents(output: dict[str, Any]) -> list[ResourceContent]:
     kind = output.get("output_type")
     if kind in ("stream", "error"):
         return [ResourceContent(outputs.output_text(output), mime_type="text/plain")]
-    data = output.get("data") if isinstance(output.get("data"), dict) else {}
+    bundle = output.get("data")
+    data: dict[str, Any] = bundle if isinstance(bundle, dict) else {}
     contents = []
     for mime, value in data.items():
         if mime in _BINARY:
@@ -191,7 +192,8 @@ class NotebookResources(Provider):
             name, mime = f"{address.path}: cell {address.cell_id}", CELL_MIME
         else:
             name, mime = f"{address.path}: cell {address.cell_id}, output {address.output}", "application/octet-stream"
-        return NotebookPart(uri=address.uri, name=name, mime_type=mime, notebooks=self.notebooks)
+        return NotebookPart(uri=address.uri, name=name, mime_type=mime,  # type: ignore[arg-type]  # pydantic
+                            notebooks=self.notebooks)                     # validates the str into its AnyUrl
 
     async def _list_resources(self) -> Sequence[Resource]:
         if self.notebooks is None:
@@ -207,7 +209,7 @@ class NotebookResources(Provider):
         try:
             return self._part(parse(uri))
         except NotebookError:  # read, it says what is wrong with the URI
-            return NotebookPart(uri=uri, name=uri, notebooks=self.notebooks)
+            return NotebookPart(uri=uri, name=uri, notebooks=self.notebooks)  # type: ignore[arg-type]  # str -> AnyUrl
 
     async def _list_resource_templates(self) -> Sequence[ResourceTemplate]:
         return [

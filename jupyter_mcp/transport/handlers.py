@@ -210,7 +210,7 @@ class MCPHandler(APIHandler):
         if self._asgi is not None:
             self._asgi.connection_closed()
 
-    def finish(self, *args: Any, **kwargs: Any):  # type: ignore[override]
+    def finish(self, *args: Any, **kwargs: Any) -> Any:
         if self._asgi is not None:
             kwargs.setdefault("set_content_type", response_header(self, "Content-Type") or "application/json")
         return super().finish(*args, **kwargs)
