@@ -264,12 +264,22 @@ async def test_reading_then_a_sweep_leaves_the_file_untouched(live_factory):
     assert not [line for line in server.log().splitlines() if "Saving file" in line]
 
 
+@pytest.fixture(scope="module")
+@starts_process
+def sweeping_server(tmp_path_factory):
+    """One server for the tests that need only its settings (the sweep saves, jupyter-server-ydoc's
+    autosave off), and neither stop it nor read its log: each works on a notebook of its own."""
+    server = LiveServer(tmp_path_factory.mktemp("sweeping"), env=SWEEPY, args=NO_AUTOSAVE).start()
+    yield server
+    server.stop()
+
+
 @pytest.mark.live
-async def test_a_persons_edit_counts_as_a_change_and_is_saved_by_the_sweep(live_factory):
+async def test_a_persons_edit_counts_as_a_change_and_is_saved_by_the_sweep(sweeping_server):
     """Not writing unchanged rooms must not skip rooms changed by someone else: an edit made in
     JupyterLab (the UI stand-in, over the room's websocket) in a room MCP read is saved by the
     sweep (jupyter-server-ydoc's autosave is off here, so only the sweep can save it)."""
-    server = live_factory(env=SWEEPY, args=NO_AUTOSAVE)
+    server = sweeping_server
     name, ids = new_notebook(server.root, "a = 1", "b = 2")
     async with connect(server.mcp_url, server.token) as mcp:
         async with UIClient(server.url, server.token, name) as ui:
@@ -285,11 +295,11 @@ async def test_a_persons_edit_counts_as_a_change_and_is_saved_by_the_sweep(live_
 
 
 @pytest.mark.live
-async def test_a_save_does_not_write_jupyter_ydocs_metadata_placeholders(live_factory):
+async def test_a_save_does_not_write_jupyter_ydocs_metadata_placeholders(sweeping_server):
     """A notebook whose file has no kernelspec and no language_info, edited and run (python3):
     the swept file does not get the empty ones jupyter-ydoc puts in the room
     ({"name": "", "display_name": ""}, {"name": ""}); its other metadata is kept."""
-    server = live_factory(env=SWEEPY, args=NO_AUTOSAVE)
+    server = sweeping_server
     name = "bare.ipynb"
     (server.root / name).write_text(json.dumps({
         "nbformat": 4, "nbformat_minor": 5, "metadata": {"custom": "kept"},
