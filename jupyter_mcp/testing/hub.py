@@ -21,7 +21,9 @@ import secrets
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 from jupyterhub.singleuser.extension import JupyterHubAuthorizer
@@ -144,10 +146,11 @@ class Hub:
                 raise RuntimeError(f"creating user {user}: {response.status_code} {response.text}")
         return self
 
-    def _until(self, timeout: float, what: str, done) -> None:
+    def _until(self, timeout: float, what: str, done: Callable[[], Any]) -> None:
+        assert self.proc is not None, "start() the hub first"
         wait_until(self.proc, done, timeout=timeout, what=what, log=self.log)
 
-    def api(self, method: str, path: str, *, token: str | None = None, **kwargs) -> httpx.Response:
+    def api(self, method: str, path: str, *, token: str | None = None, **kwargs: Any) -> httpx.Response:
         """The hub's REST API (/hub/api/<path>), as the admin service unless ``token`` is given."""
         headers = {"Authorization": f"token {token or self.admin_token}"}
         return httpx.request(method, self.url + "hub/api/" + path, headers=headers, timeout=60, **kwargs)

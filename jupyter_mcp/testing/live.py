@@ -203,6 +203,6 @@ class StatusPoller:
         self.thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stopping.set()
         self.thread.join(130)

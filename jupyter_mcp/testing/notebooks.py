@@ -116,14 +116,14 @@ def new_notebook(root: Path, *sources: str, prefix: str = "nb") -> tuple[str, li
 
 def big_notebook(path: Path, count: int) -> list[dict]:
     """Code cells with a small output or two, and markdown cells, written as plain JSON."""
-    cells = []
+    cells: list[dict[str, Any]] = []
     for i in range(count):
         cell_id = f"c{i:05d}-{uuid.uuid4().hex[:6]}"
         if i % 3 == 2:
             cells.append({"id": cell_id, "cell_type": "markdown", "metadata": {},
                           "source": f"## Section {i}\nSome *text* for cell {i}."})
             continue
-        outputs = [{"output_type": "stream", "name": "stdout", "text": f"{i * 2}\n"}]
+        outputs: list[dict[str, Any]] = [{"output_type": "stream", "name": "stdout", "text": f"{i * 2}\n"}]
         if i % 3 == 1:
             outputs.append({"output_type": "execute_result", "execution_count": i + 1, "metadata": {},
                             "data": {"text/plain": str(i)}})

@@ -148,7 +148,7 @@ def live_factory(tmp_path):
     """Start extra `jupyter lab` processes with their own settings; all stopped at the end."""
     started: list[LiveServer] = []
 
-    def make(**kwargs) -> LiveServer:
+    def make(**kwargs: Any) -> LiveServer:
         server = LiveServer(tmp_path / f"server{len(started)}", **kwargs)
         started.append(server)
         return server.start()

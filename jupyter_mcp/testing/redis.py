@@ -15,9 +15,10 @@ class RedisServer:
     def __init__(self, base: Path, *, persist: bool = False) -> None:
         """``persist``: keep the data across a stop and start (an append-only file in ``base``),
         as a production Redis does across a restart."""
-        self.binary = shutil.which("redis-server")
-        if self.binary is None:
+        binary = shutil.which("redis-server")
+        if binary is None:
             raise RuntimeError("redis-server is not installed (bash scripts/test installs it with apt-get)")
+        self.binary = binary
         self.port = free_port()
         self.base = base
         self.proc: subprocess.Popen | None = None

@@ -38,7 +38,10 @@ async def run_code(base: str, code: str) -> str:
         "content": {"code": code, "silent": False, "store_history": True, "user_expressions": {},
                     "allow_stdin": False, "stop_on_error": True}}))
     while True:
-        message = json.loads(await asyncio.wait_for(ws.read_message(), 60))
+        raw = await asyncio.wait_for(ws.read_message(), 60)
+        if raw is None:
+            raise RuntimeError(f"kernel {kernel}'s channels closed before it was idle")
+        message = json.loads(raw)
         if message.get("parent_header", {}).get("msg_id") != msg_id:
             continue
         if message["msg_type"] == "stream":

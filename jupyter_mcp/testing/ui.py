@@ -100,6 +100,7 @@ class UIClient:
         ws_url = (self.base_url.replace("http://", "ws://")
                   + f"api/collaboration/room/{self.room_id}?sessionId={self.session_id or self.session['sessionId']}")
         self.ws = await websocket_connect(HTTPRequest(ws_url, headers={"Authorization": f"token {self.token}"}))
+        assert self.ws.protocol is not None  # set once connected
         self.ws.protocol.set_nodelay(True)  # as a browser's websocket: no small message waits for the last one's ACK
         self.channel = TornadoChannel(self.ws, self.room_id)
         self.channel.on_message = self._on_message
