@@ -17,6 +17,7 @@ from collections import defaultdict
 from typing import Any
 
 from jupyter_core.utils import ensure_async
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from ..errors import NotebookError, logs_its_error
 from .messages import Execution, OnEvent
@@ -26,6 +27,34 @@ from .state import KernelDied, NotStarted, Started
 
 #: Jupyter Server's events for kernel starts, restarts, interrupts and shutdowns.
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
+
+
+class KernelModel(TypedDict):
+    kernel_id: str
+    kernel_name: str | None
+    execution_state: str | None
+
+
+class KernelSpec(TypedDict):
+    name: str
+    display_name: str
+    language: str | None
+
+
+class RunningKernel(TypedDict):
+    kernel_id: str
+    kernel_name: str | None
+    execution_state: str | None  # idle, busy, starting, ...
+    last_activity: str | None
+    connections: int  # websockets connected (a JupyterLab tab holds one)
+    notebooks: list[str]  # the notebooks whose sessions use it
+    started_by_mcp: bool  # started by MCP for a notebook that had no session (stopped when idle)
+
+
+class KernelListing(TypedDict):
+    default_kernel_name: str
+    kernelspecs: list[KernelSpec]
+    kernels: list[RunningKernel]
 
 
 def session_path(path: str) -> str:
@@ -121,7 +150,7 @@ class Kernels(Reaping, RunLoop):
                                 "kernel_select starts the one you name")
         return kernel_id
 
-    def model(self, kernel_id: str) -> dict[str, Any]:
+    def model(self, kernel_id: str) -> KernelModel:
         kernel = self.km.get_kernel(kernel_id)
         return {"kernel_id": kernel_id, "kernel_name": getattr(kernel, "kernel_name", None),
                 "execution_state": getattr(kernel, "execution_state", None)}
@@ -143,14 +172,14 @@ class Kernels(Reaping, RunLoop):
         """The kernelspecs this server (or its gateway) can start, by name."""
         return await ensure_async(self.serverapp.kernel_spec_manager.get_all_specs())
 
-    async def listing(self) -> dict[str, Any]:
+    async def listing(self) -> KernelListing:
         """Kernelspecs, and running kernels with the notebooks whose sessions use them."""
         specs = await self.specs()
         notebooks: defaultdict[str, list[str]] = defaultdict(list)
         for session in await self.serverapp.session_manager.list_sessions():
             if session.get("kernel"):
                 notebooks[session["kernel"]["id"]].append(session_path(session.get("path") or ""))
-        kernels = []
+        kernels: list[RunningKernel] = []
         for model in await ensure_async(self.km.list_kernels()):
             kernels.append({"kernel_id": model["id"], "kernel_name": model.get("name"),
                             "execution_state": model.get("execution_state"),

@@ -23,11 +23,42 @@ import time
 import weakref
 from typing import Any, Literal
 
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
+
 from pycrdt import Array, Map, Text
 
 from ..errors import NotebookError
 
 CellType = Literal["code", "markdown", "raw"]
+CELL_TYPES: tuple[CellType, ...] = ("code", "markdown", "raw")
+
+
+def cell_type_of(cell: Any) -> CellType:
+    """A cell's type as nbformat names them ("code" when it has none: jupyter-ydoc's default)."""
+    kind = cell.get("cell_type", "code")
+    return next((t for t in CELL_TYPES if t == kind), "code")
+
+
+class CellBrief(TypedDict):
+    """A cell as an edit answers it: no outputs to convert."""
+
+    id: str | None
+    index: int
+    cell_type: CellType
+    source: str
+
+
+class OutlineCell(TypedDict):
+    """A cell in an outline read: enough to find it, not its whole text."""
+
+    id: str | None
+    index: int
+    cell_type: CellType
+    first_line: str  # cut to 120 characters
+    line_count: int
+    execution_count: NotRequired[int | None]  # code cells
+    output_count: NotRequired[int]  # code cells
+    output_chars: NotRequired[int]  # code cells: the characters their outputs hold (text, base64 images)
 
 
 def id_of(ycell: Map) -> str | None:
@@ -81,7 +112,7 @@ def cell_view(ycell: Map | dict[str, Any], index: int) -> dict[str, Any]:
     once is far cheaper than reading Maps field by field. A Map is read as its JSON, as
     ``snapshot`` reads the list, so one cell reads the same whichever way it is asked for."""
     cell = json.loads(str(ycell)) if isinstance(ycell, Map) else ycell
-    cell_type = str(cell.get("cell_type", "code"))
+    cell_type = cell_type_of(cell)
     source = cell.get("source", "")
     view: dict[str, Any] = {
         "id": str(cell["id"]) if cell.get("id") is not None else None,
@@ -104,17 +135,17 @@ def cell_view(ycell: Map | dict[str, Any], index: int) -> dict[str, Any]:
 OUTLINE_LINE_CHARS = 120
 
 
-def outline_view(cell: dict[str, Any], index: int) -> dict[str, Any]:
+def outline_view(cell: dict[str, Any], index: int) -> OutlineCell:
     """A cell as an outline read shows it: id, type, first line, sizes (``cell`` as ``snapshot``
     gives it)."""
     cell = cell if isinstance(cell, dict) else {}
     source = cell.get("source", "")
     source = "".join(map(str, source)) if isinstance(source, list) else str(source)
     first = next((line for line in source.splitlines() if line.strip()), "")
-    view: dict[str, Any] = {
+    view: OutlineCell = {
         "id": str(cell["id"]) if cell.get("id") is not None else None,
         "index": index,
-        "cell_type": str(cell.get("cell_type", "code")),
+        "cell_type": cell_type_of(cell),
         "first_line": first if len(first) <= OUTLINE_LINE_CHARS else first[:OUTLINE_LINE_CHARS - 1] + "…",
         "line_count": len(source.splitlines()),
     }
@@ -217,10 +248,9 @@ def _skip_space(text: str, i: int) -> int:
     return i
 
 
-def brief(ycell: Map, index: int) -> dict[str, Any]:
+def brief(ycell: Map, index: int) -> CellBrief:
     """Id, index, type and source: what an edit answers (no outputs to convert)."""
-    return {"id": id_of(ycell), "index": index, "cell_type": str(ycell.get("cell_type", "code")),
-            "source": str(ycell.get("source", ""))}
+    return {"id": id_of(ycell), "index": index, "cell_type": cell_type_of(ycell), "source": str(ycell.get("source", ""))}
 
 
 MAX_DIFF_CHARS = 20_000  # a diff longer than this is cut: the whole new source is in the answer anyway
@@ -426,7 +456,7 @@ def insert(ynb: Any, position: int, cell_type: CellType, source: str) -> str:
     return id_of(ynb.ycells[position]) or ""
 
 
-def delete(ynb: Any, indexes: list[int]) -> list[dict[str, Any]]:
+def delete(ynb: Any, indexes: list[int]) -> list[CellBrief]:
     """Delete the cells at ``indexes`` (distinct), in one transaction: every client sees them
     go at once. Returns what they were, in notebook order, each with the index it had."""
     gone = [brief(ynb.ycells[i], i) for i in sorted(indexes)]

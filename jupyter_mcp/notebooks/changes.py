@@ -6,16 +6,36 @@ import asyncio
 import time
 from typing import Any
 
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
+
 from .cells import id_of
 from .rooms import LiveNotebook
 
 
-def describe_changes(ynb: Any, events: list[Any]) -> list[dict[str, Any]]:
+class Change(TypedDict):
+    """``kind``: the cell field that changed ("source", "outputs", "execution_count", "cell_type",
+    "metadata", ...), or "cells_inserted", "cells_deleted", "notebook_metadata"."""
+
+    kind: str
+    cell_id: NotRequired[str | None]
+    cell_index: NotRequired[int]
+    cell_ids: NotRequired[list[str | None]]  # cells_inserted
+    count: NotRequired[int]  # cells_deleted
+
+
+class Watched(TypedDict):
+    path: str
+    changed: bool
+    changes: list[Change]
+    waited_seconds: float
+
+
+def describe_changes(ynb: Any, events: list[Any]) -> list[Change]:
     """What a batch of deep events on ``ycells`` changed.
 
     Must run inside the observer callback: events only live for their transaction.
     """
-    changes: list[dict[str, Any]] = []
+    changes: list[Change] = []
     for event in events:
         path = list(event.path)
         if not path:  # the cell list itself: inserts and deletes
@@ -40,16 +60,16 @@ def describe_changes(ynb: Any, events: list[Any]) -> list[dict[str, Any]]:
         else:
             kinds = [k for k in getattr(event, "keys", {}) if k != "execution_state"] or ["execution_state"]
         for kind in kinds:
-            change = {"kind": kind, "cell_id": changed_id, "cell_index": index}
+            change: Change = {"kind": kind, "cell_id": changed_id, "cell_index": index}
             if change not in changes:
                 changes.append(change)
     return changes
 
 
-async def watch(nb: LiveNotebook, timeout: float) -> dict[str, Any]:
+async def watch(nb: LiveNotebook, timeout: float) -> Watched:
     """Wait for the first change to the notebook after this call, or ``timeout``."""
     ynb = nb.doc
-    changes: list[dict[str, Any]] = []
+    changes: list[Change] = []
     fired = asyncio.Event()
 
     def on_cells(events: list[Any]) -> None:

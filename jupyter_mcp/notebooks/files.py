@@ -11,17 +11,42 @@ import fnmatch
 import os
 import stat
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 import nbformat
 from jupyter_core.utils import ensure_async
 from tornado import web
+from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
 
 from ..errors import NotebookError
-from .cells import check_source
+from .cells import CellType, check_source
 from .paths import NOTEBOOK_SUFFIX, PathError, canonical_path, hidden_part, real_file, to_os_path
 
 _create_lock = asyncio.Lock()
+
+
+class NotebookFile(TypedDict):
+    path: str
+    size: int
+    last_modified: str  # ISO 8601, UTC
+
+
+class FileEntry(TypedDict):
+    path: str
+    type: Literal["directory", "notebook", "file"]
+    last_modified: str  # ISO 8601, UTC
+    size: NotRequired[int]  # files only
+
+
+class NewCell(TypedDict):
+    cell_type: NotRequired[CellType]
+    source: NotRequired[str]
+
+
+class CreatedNotebook(TypedDict):
+    path: str
+    kernel_name: str
+    cell_ids: list[str]
 
 
 def _folder(root_dir: str, folder: str) -> str:
@@ -35,14 +60,14 @@ def _folder(root_dir: str, folder: str) -> str:
     return base
 
 
-def list_notebooks(root_dir: str, folder: str) -> list[dict[str, Any]]:
+def list_notebooks(root_dir: str, folder: str) -> list[NotebookFile]:
     """Every .ipynb under ``folder`` (canonical) that the other tools open, each once, by its
     canonical path: hidden folders and files, checkpoints, symlinks that lead out of the
     workspace (or nowhere) and files with more than one hard link are left out; a symlink to a
     notebook inside is that notebook."""
     base = _folder(root_dir, folder)
     root = os.path.abspath(root_dir)
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, NotebookFile] = {}
     for dirpath, dirnames, filenames in os.walk(base):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in filenames:
@@ -68,7 +93,7 @@ class _Enough(Exception):
 
 
 def list_files(root_dir: str, folder: str, pattern: str, max_depth: int, start: int,
-               limit: int) -> tuple[list[dict[str, Any]], bool]:
+               limit: int) -> tuple[list[FileEntry], bool]:
     """The files and folders under ``folder`` (canonical), ``max_depth`` levels down, as the file
     browser shows them: folders first visited in name order, each entry once by its canonical path
     (a symlink inside the workspace is what it points to), hidden ones and symlinks leading out of
@@ -78,7 +103,7 @@ def list_files(root_dir: str, folder: str, pattern: str, max_depth: int, start: 
     base = _folder(root_dir, folder)
     root = os.path.abspath(root_dir)
     seen: set[str] = {folder}
-    found: list[dict[str, Any]] = []
+    found: list[FileEntry] = []
 
     def visit(directory: str, depth: int) -> None:
         try:
@@ -97,7 +122,7 @@ def list_files(root_dir: str, folder: str, pattern: str, max_depth: int, start: 
             seen.add(canonical)
             is_folder = stat.S_ISDIR(info.st_mode)
             if not pattern or fnmatch.fnmatchcase(canonical, pattern):
-                entry: dict[str, Any] = {
+                entry: FileEntry = {
                     "path": canonical,
                     "type": "directory" if is_folder else "notebook" if canonical.endswith(NOTEBOOK_SUFFIX) else "file",
                     "last_modified": datetime.fromtimestamp(info.st_mtime, timezone.utc).isoformat()}
@@ -117,7 +142,7 @@ def list_files(root_dir: str, folder: str, pattern: str, max_depth: int, start: 
 
 
 def new_notebook(kernel_name: str, display_name: str, language: str,
-                 cells: list[dict[str, Any]] | None = None) -> nbformat.NotebookNode:
+                 cells: list[NewCell] | None = None) -> nbformat.NotebookNode:
     """A valid nbformat 4.5 notebook bound to the given kernelspec.
 
     Without ``cells`` it holds one empty code cell: a notebook with none opens with
@@ -138,7 +163,7 @@ def new_notebook(kernel_name: str, display_name: str, language: str,
 
 
 async def create_notebook(serverapp: Any, canonical: str, kernel_name: str | None,
-                          cells: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                          cells: list[NewCell] | None = None) -> CreatedNotebook:
     """Create ``canonical`` (which must not exist) with the given or default kernelspec."""
     ksm = serverapp.kernel_spec_manager
     name = kernel_name or serverapp.kernel_manager.default_kernel_name

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pycrdt import Awareness, Doc, create_awareness_message
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from ..identity import Agent
 from .cursors import head_of
@@ -51,9 +52,21 @@ def agent_user(client_name: str, colour: str) -> dict[str, Any]:
     }
 
 
-def users(room: Any) -> list[dict[str, Any]]:
+class User(TypedDict):
+    """Someone in a room's awareness, as JupyterLab's user object names them."""
+
+    client_id: int
+    name: str | None
+    display_name: str | None
+    username: str | None
+    initials: str | None
+    color: str | None
+    is_agent: bool
+
+
+def users(room: Any) -> list[User]:
     """The people (and agents) in a room's awareness, without the room's own entry."""
-    people = []
+    people: list[User] = []
     for client_id, state in room.awareness.states.items():
         user = (state or {}).get("user")
         if not user:

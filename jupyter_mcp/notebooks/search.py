@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Literal
+
+from typing_extensions import TypedDict  # pydantic needs it on Python < 3.12
 
 from . import outputs
+from .cells import CellType, cell_type_of
 
 EXCERPT_CHARS = 160  # the longest excerpt of a matching line
 MAX_QUERY_CHARS = 1000
@@ -27,11 +30,22 @@ def cells_of_file(data: bytes) -> list[Any]:
     return cells if isinstance(cells, list) else []
 
 
+class Match(TypedDict):
+    """Where a search found its text in one notebook."""
+
+    cell_id: str | None
+    index: int
+    cell_type: CellType
+    where: Literal["source", "output"]
+    line: int  # 1-based, within the cell's source or within that output's text
+    excerpt: str  # the matching line (a window of it around the match when long)
+
+
 def search_cells(cells: list[Any], query: str, case_sensitive: bool, include_outputs: bool,
-                 limit: int) -> tuple[list[dict[str, Any]], bool]:
+                 limit: int) -> tuple[list[Match], bool]:
     """Up to ``limit`` matches in ``cells``, in order, and whether there were more."""
     needle = query if case_sensitive else query.casefold()
-    found: list[dict[str, Any]] = []
+    found: list[Match] = []
     for index, cell in enumerate(cells):
         if not isinstance(cell, dict):
             continue
@@ -43,12 +57,12 @@ def search_cells(cells: list[Any], query: str, case_sensitive: bool, include_out
                 if len(found) == limit:
                     return found, True
                 found.append({"cell_id": str(cell["id"]) if cell.get("id") is not None else None, "index": index,
-                              "cell_type": str(cell.get("cell_type", "code")), "where": where, "line": number,
+                              "cell_type": cell_type_of(cell), "where": where, "line": number,
                               "excerpt": excerpt(line, at, len(query))})
     return found, False
 
 
-def _texts(cell: dict[str, Any], include_outputs: bool) -> Iterator[tuple[str, str]]:
+def _texts(cell: dict[str, Any], include_outputs: bool) -> Iterator[tuple[Literal["source", "output"], str]]:
     source = cell.get("source", "")
     yield "source", "".join(map(str, source)) if isinstance(source, list) else str(source)
     if include_outputs and isinstance(cell.get("outputs"), list):

@@ -265,7 +265,7 @@ async def notebook_search(
             continue
         found, more = await asyncio.to_thread(search.search_cells, every, query, case_sensitive,
                                               include_outputs, max_results - len(matches))
-        matches.extend({"path": target, **match} for match in found)  # type: ignore[misc]
+        matches.extend(views.SearchMatch(**match, path=target) for match in found)
         if more:
             break
     return views.SearchResult(query=query, matches=matches, truncated=more, notebooks_searched=len(targets),
@@ -630,7 +630,7 @@ async def code_execute(
 
 
 @tool(READ_ONLY, permissions.LIST_KERNELS)
-async def kernel_list(nbs: Notebooks = NOTEBOOKS) -> views.Kernels:
+async def kernel_list(nbs: Notebooks = NOTEBOOKS) -> views.KernelListing:
     """List the kernels this server can start (kernelspecs) and the kernels running now.
 
     Returns {"default_kernel_name", "kernelspecs": [{"name", "display_name", "language"}],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from fastmcp.tools.base import ToolResult
@@ -105,8 +106,9 @@ def agent_cell(path: str, view: dict[str, Any], include_outputs: bool, max_chars
     return view
 
 
-def read_answer(structured: dict[str, Any], images: outputs.Images) -> ToolResult:
+def read_answer(structured: Mapping[str, Any], images: outputs.Images) -> ToolResult:
     """A read's answer: its data as JSON text and structured content, then the images it attached."""
     text = json.dumps(structured, ensure_ascii=False, separators=(",", ":"), default=str)
-    return ToolResult(content=[TextContent(type="text", text=text), *images.blocks], structured_content=structured)
+    return ToolResult(content=[TextContent(type="text", text=text), *images.blocks],
+                      structured_content=dict(structured))
 

@@ -1,5 +1,9 @@
 """What every tool answers, as types: fastmcp publishes each as the tool's output schema,
-so an agent knows the shape before it calls (and SDK clients check answers against it)."""
+so an agent knows the shape before it calls (and SDK clients check answers against it).
+
+A result a lower layer builds is typed where it is built (a cell brief in ``cells``, a file
+entry in ``files``, a kernel listing in ``kernels.sessions``...); this module names those for
+the tools, and types what the tools put together from them."""
 
 from __future__ import annotations
 
@@ -7,45 +11,26 @@ from typing import Any, Literal
 
 from typing_extensions import NotRequired, TypedDict  # pydantic needs these on Python < 3.12
 
-from ..notebooks.cells import CellType
+from ..kernels.sessions import KernelListing, KernelModel
+from ..notebooks.cells import CellBrief, CellType, OutlineCell
+from ..notebooks.changes import Change, Watched
+from ..notebooks.files import CreatedNotebook, FileEntry, NewCell, NotebookFile
+from ..notebooks.presence import User as PresentUser
+from ..notebooks.search import Match
 
 #: How a run ended, as the agent sees it: the kernel's answer ("aborted": the kernel refused the
 #: request because an earlier one failed just before), or "cancelled" in a task's partial result.
 ExecutionStatus = Literal["ok", "error", "timeout", "interrupted", "aborted", "cancelled"]
 
 
-class NotebookFile(TypedDict):
-    path: str
-    size: int
-    last_modified: str  # ISO 8601, UTC
-
-
 class NotebookList(TypedDict):
     notebooks: list[NotebookFile]
-
-
-class FileEntry(TypedDict):
-    path: str
-    type: Literal["directory", "notebook", "file"]
-    last_modified: str  # ISO 8601, UTC
-    size: NotRequired[int]  # files only
 
 
 class FileList(TypedDict):
     folder: str
     entries: list[FileEntry]
     next_index: int | None  # start_index for the next page; null: this was the last
-
-
-class NewCell(TypedDict):
-    cell_type: NotRequired[CellType]
-    source: NotRequired[str]
-
-
-class CreatedNotebook(TypedDict):
-    path: str
-    kernel_name: str
-    cell_ids: list[str]
 
 
 class Output(TypedDict):
@@ -70,19 +55,6 @@ class Cell(TypedDict):
     metadata: dict[str, Any]
 
 
-class OutlineCell(TypedDict):
-    """A cell in an outline read: enough to find it, not its whole text."""
-
-    id: str | None
-    index: int
-    cell_type: CellType
-    first_line: str  # cut to 120 characters
-    line_count: int
-    execution_count: NotRequired[int | None]  # code cells
-    output_count: NotRequired[int]  # code cells
-    output_chars: NotRequired[int]  # code cells: the characters their outputs hold (text, base64 images)
-
-
 class Notebook(TypedDict):
     path: str
     room_id: str
@@ -93,46 +65,14 @@ class Notebook(TypedDict):
     cells: list[Cell] | list[OutlineCell]
 
 
-class Change(TypedDict):
-    """``kind``: the cell field that changed ("source", "outputs", "execution_count", "cell_type",
-    "metadata", ...), or "cells_inserted", "cells_deleted", "notebook_metadata"."""
-
-    kind: str
-    cell_id: NotRequired[str | None]
-    cell_index: NotRequired[int]
-    cell_ids: NotRequired[list[str | None]]  # cells_inserted
-    count: NotRequired[int]  # cells_deleted
-
-
-class Watched(TypedDict):
-    path: str
-    changed: bool
-    changes: list[Change]
-    waited_seconds: float
-
-
-class User(TypedDict):
-    client_id: int
-    name: str | None
-    display_name: str | None
-    username: str | None
-    initials: str | None
-    color: str | None
-    is_agent: bool
-    cell_id: NotRequired[str | None]  # notebook_list_users: the cell holding their text cursor
+class User(PresentUser):
+    cell_id: str | None  # the cell holding their text cursor
 
 
 class Users(TypedDict):
     path: str
     room_open: bool
     users: list[User]
-
-
-class CellBrief(TypedDict):
-    id: str | None
-    index: int
-    cell_type: CellType
-    source: str
 
 
 class InsertedCell(TypedDict):
@@ -203,14 +143,8 @@ class NotebookRun(TypedDict):
     partial: NotRequired[bool]  # a task's cells so far, not the run's answer
 
 
-class SearchMatch(TypedDict):
+class SearchMatch(Match):
     path: str
-    cell_id: str | None
-    index: int
-    cell_type: CellType
-    where: Literal["source", "output"]
-    line: int  # 1-based, within the cell's source or within that output's text
-    excerpt: str  # the matching line (a window of it around the match when long)
 
 
 class SearchResult(TypedDict):
@@ -221,33 +155,8 @@ class SearchResult(TypedDict):
     unreadable: list[str]  # notebooks that could not be read (not a notebook's JSON, gone meanwhile)
 
 
-class KernelSpec(TypedDict):
-    name: str
-    display_name: str
-    language: str | None
-
-
-class RunningKernel(TypedDict):
-    kernel_id: str
-    kernel_name: str | None
-    execution_state: str | None  # idle, busy, starting, ...
-    last_activity: str | None
-    connections: int  # websockets connected (a JupyterLab tab holds one)
-    notebooks: list[str]  # the notebooks whose sessions use it
-    started_by_mcp: bool  # started by MCP for a notebook that had no session (stopped when idle)
-
-
-class Kernels(TypedDict):
-    default_kernel_name: str
-    kernelspecs: list[KernelSpec]
-    kernels: list[RunningKernel]
-
-
-class NotebookKernel(TypedDict):
+class NotebookKernel(KernelModel):
     path: str
-    kernel_id: str
-    kernel_name: str | None
-    execution_state: str | None
 
 
 class Room(TypedDict):
@@ -265,3 +174,10 @@ class Room(TypedDict):
 
 class Rooms(TypedDict):
     rooms: list[Room]
+
+
+__all__ = ["Cell", "CellBrief", "CellRun", "CellType", "Change", "ClearedOutputs", "CreatedNotebook",
+           "DeletedCells", "EditedCell", "Execution", "ExecutionStatus", "FileEntry", "FileList",
+           "InsertedCell", "KernelListing", "MovedCell", "NewCell", "Notebook", "NotebookFile",
+           "NotebookKernel", "NotebookList", "NotebookRun", "OutlineCell", "Output", "Room", "Rooms",
+           "SearchMatch", "SearchResult", "SkippedCell", "UpdatedCell", "User", "Users", "Watched"]
