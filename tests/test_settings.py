@@ -18,7 +18,8 @@ from jupyter_mcp.tasks import load_store
 DOCUMENTED = {"server_name", "room_idle_timeout", "room_sweep_interval", "agent_idle_timeout", "task_store_class",
               "task_store_options", "task_poll_interval", "task_default_ttl", "task_max_ttl", "max_sessions_per_user",
               "kernel_idle_timeout", "max_kernels", "max_running_tasks_per_user", "max_tasks_per_user",
-              "max_task_result_bytes", "max_listen_streams_per_user"}
+              "max_task_result_bytes", "max_listen_streams_per_user", "freeze_startup_objects", "sigint_stops_server",
+              "end_idle_worker_threads"}
 
 
 @pytest.mark.unit
