@@ -117,6 +117,14 @@ def reachable(edges: dict[str, set[str]], start: str) -> set[str]:
     return seen - {start}
 
 
+def allowed_layers(layer: str) -> set[str]:
+    """The layers a module of ``layer`` may reach, its own excepted (a subpackage reaches its own
+    modules freely): its rule, the adapters, and the shared modules unless its rule says not."""
+    shared_ok = layer not in ("tasks", "plug-in", "process", EVERYONES)
+    return (MAY_REACH[layer] - {layer}) | ({"shared"} if shared_ok or layer == "shared" else set()) | (
+        {EVERYONES} if layer != EVERYONES else set())
+
+
 def breaches(edges: dict[str, set[str]]) -> dict[str, list[str]]:
     """Per module, what it reaches that its layer's rule forbids (the package inits of a
     layer excepted: importing ``jupyter_mcp.tasks`` names the layer itself)."""
@@ -125,11 +133,8 @@ def breaches(edges: dict[str, set[str]]) -> dict[str, list[str]]:
         layer = layer_of(module)
         if module in COMPOSERS or module.startswith("jupyter_mcp.testing") or layer not in MAY_REACH:
             continue
-        allowed = MAY_REACH[layer] | ({layer} if layer == "shared" else set()) | (
-            {EVERYONES} if layer != EVERYONES else set())
-        shared_ok = layer not in ("tasks", "plug-in", "process", EVERYONES)
-        bad = sorted(m for m in reachable(edges, module)
-                     if layer_of(m) not in allowed and not (shared_ok and layer_of(m) == "shared"))
+        allowed = allowed_layers(layer) | ({layer} if layer != EVERYONES else set())  # an adapter stands alone
+        bad = sorted(m for m in reachable(edges, module) if layer_of(m) not in allowed)
         if bad:
             found[module] = bad
     return found
@@ -309,3 +314,35 @@ def test_private_surfaces_of_dependencies_are_used_only_in_the_adapters():
             found[str(path.relative_to(PACKAGE.parent))] = uses
     assert found == {}, "a dependency's private surface used outside jupyter_mcp/adapters/: " \
                         "move it into the dependency's adapter, with a test in tests/test_adapters.py"
+
+
+def test_the_architecture_states_the_rules_this_module_checks():
+    """docs/ARCHITECTURE.md's Layers table says, for each layer, what it may import: the same
+    sets as ``allowed_layers`` (a row's words before any ';' name them)."""
+    import re
+
+    text = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text()
+    rows = {"`transport/`": "transport", "`tools/`": "tools", "`notebooks/`": "notebooks", "`kernels/`": "kernels",
+            "`tasks/`": "tasks", "`adapters/`": "adapters", "shared:": "shared", "plug-ins:": "plug-in",
+            "`process.py`": "process"}
+    stated = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        if len(cells) == 3 and any(cells[0].startswith(key) for key in rows):
+            layer = next(rows[key] for key in rows if cells[0].startswith(key))
+            words = cells[2].split(";")[0]
+            named = {rows[f"`{n}/`"] for n in re.findall(r"`(\w+)/`", words)}
+            named |= {"shared"} if ("shared modules" in words or "each other" in words) else set()
+            named |= {"adapters"} if "adapters" in words else set()
+            stated[layer] = named - {layer} if layer != "shared" else named
+    assert stated == {layer: allowed_layers(layer) for layer in rows.values()}
+
+
+def test_the_architecture_names_only_modules_that_exist():
+    import re
+
+    text = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text()
+    named = set(re.findall(r"`((?:[a-z_]+/)*[a-z_]+\.py)`", text))
+    places = (PACKAGE, PACKAGE.parent, PACKAGE.parent / "tests", PACKAGE / "testing", PACKAGE / "tasks",
+              PACKAGE.parent / "checks", PACKAGE.parent / "benchmarks")
+    assert {name for name in named if not any((place / name).exists() for place in places)} == set()
