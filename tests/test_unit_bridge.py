@@ -1,39 +1,14 @@
-"""The Tornado ⇄ ASGI bridge's pure parts: which event-stream chunk is an answer alone (sent as
-one JSON body), and which clients accept gzip."""
+"""The Tornado ⇄ ASGI bridge's own choice: which clients accept gzip. Whether an event stream goes
+as one JSON body is answers.py's rule (tests/test_unit_answers.py); the bridge asks it
+(test_the_bridge_asks_answers_whether_a_stream_is_one_json_body there)."""
 
 from __future__ import annotations
 
 import pytest
 
-from jupyter_mcp.transport.tornado_asgi import _accepts_gzip, _only_answer
+from jupyter_mcp.transport.tornado_asgi import _accepts_gzip
 
 pytestmark = pytest.mark.unit
-
-RESPONSE = b'{"jsonrpc":"2.0","id":7,"result":{"content":[]}}'
-
-
-@pytest.mark.parametrize("chunk", [
-    b"event: message\r\ndata: " + RESPONSE + b"\r\n\r\n",  # sse-starlette's framing
-    b"id: 12\nevent: message\ndata: " + RESPONSE + b"\n\n",
-    b"data:" + RESPONSE + b"\n\n",  # no event name means "message"
-    b'event: message\r\ndata: {"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"no"}}\r\n\r\n',
-])
-def test_a_chunk_that_is_only_the_answer_gives_it(chunk):
-    assert _only_answer(chunk) in (RESPONSE, b'{"jsonrpc":"2.0","id":"a","error":{"code":-32602,"message":"no"}}')
-
-
-@pytest.mark.parametrize("chunk", [
-    b'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\r\n\r\n',
-    b'event: message\r\ndata: {"jsonrpc":"2.0","id":3,"method":"elicitation/create","params":{}}\r\n\r\n',
-    b": ping - 2026-12-06 21:00:00\r\n\r\n",  # a keep-alive comment
-    b"event: message\r\ndata: " + RESPONSE + b"\r\n\r\nevent: message\r\ndata: " + RESPONSE + b"\r\n\r\n",
-    b"event: other\r\ndata: " + RESPONSE + b"\r\n\r\n",
-    b"event: message\r\ndata: {not json\r\n\r\n",
-    b"retry: 1000\r\ndata: " + RESPONSE + b"\r\n\r\n",
-    b"event: message\r\ndata: \xff\xfe\r\n\r\n",
-])
-def test_any_other_chunk_keeps_the_stream(chunk):
-    assert _only_answer(chunk) is None
 
 
 @pytest.mark.parametrize("header, accepts", [

@@ -4,9 +4,11 @@ Neither fastmcp nor the MCP SDK ships one. The bridge runs an ASGI app inside th
 Jupyter server's own event loop: a Tornado handler turns its request into an ASGI
 ``http`` scope, streams every body chunk the app sends straight to the socket (so
 SSE events reach the client as they are produced), and reports the client going
-away as ``http.disconnect``. Two choices are its own: a POST's event stream whose first
-event is the request's answer goes as one JSON body instead (the stream would carry nothing
-else), and a big JSON answer goes gzip-compressed to a client that accepts it. The app's lifespan runs as a task for as long as the
+away as ``http.disconnect``. Whether an event stream goes as one JSON body is not its choice:
+it asks ``answers.py`` (``holds_first_event``, ``answer_alone``), the one module that decides
+JSON or a stream, because only the bridge sees what a request's handler did. One choice is its
+own: a big JSON answer goes gzip-compressed to a client that accepts it (an encoding of the
+body, whatever decided its shape). The app's lifespan runs as a task for as long as the
 extension lives, because the MCP session manager only works inside it.
 """
 
@@ -14,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -25,6 +26,7 @@ from tornado.web import RequestHandler
 
 from ..adapters.sse_watchers import stop_shutdown_watchers
 from ..adapters.tornado_handler import response_finished
+from .answers import answer_alone, holds_first_event
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -99,11 +101,8 @@ class ASGIRequest:
         self._body_sent = False
         self._started = False
         self._one_json_body = False  # the answer is one JSON body: gzipped if big and the client accepts it
-        # An event stream answering a POST is held (its headers unsent) until its first event:
-        # when that event is the request's answer, nothing else would follow it, and the answer
-        # goes as one JSON body (one write, no stream for the client to parse). Any other first
-        # event (a progress notification, a log, a request to the client, a keep-alive comment)
-        # opens the stream as it is.
+        # A stream answers.holds_first_event names is held (its headers unsent) until its first
+        # event; answers.answer_alone says whether that event goes as one JSON body instead.
         self._held = False
         self._answered = False
 
@@ -150,18 +149,17 @@ class ASGIRequest:
                 handler.add_header(name, value)
                 headers[name.lower()] = value
             content_type = headers.get("content-type", "")
-            if content_type.startswith("text/event-stream"):
-                if handler.request.method == "POST" and message["status"] == 200:
-                    self._held = True  # until its first event says whether it is the answer alone
-                else:
-                    await self._flush()  # a stream's client must see its headers before the first event
+            if holds_first_event(handler.request.method, message["status"], content_type):
+                self._held = True  # until its first event says whether it is the answer alone
+            elif content_type.startswith("text/event-stream"):
+                await self._flush()  # a stream's client must see its headers before the first event
             self._one_json_body = content_type.startswith("application/json") and "content-encoding" not in headers
         elif kind == "http.response.body":
             body = message.get("body", b"")
             more = message.get("more_body", False)
             if self._held and body:
                 self._held = False
-                answer = _only_answer(body)
+                answer = answer_alone(body)
                 if answer is not None:  # the stream would carry nothing else: send it as one JSON body
                     handler.set_header("Content-Type", "application/json")
                     body, more, self._answered, self._one_json_body = answer, False, True, True
@@ -213,39 +211,6 @@ class ASGIRequest:
 # ~1 ms per 400 KB. Smaller answers fit in a packet or two and are sent as they are.
 GZIP_MIN_BYTES = 16 * 1024
 GZIP_IN_THREAD_BYTES = 512 * 1024  # above this, compressed in a worker thread, off the event loop
-
-
-def _only_answer(chunk: bytes) -> bytes | None:
-    """The JSON-RPC response a chunk of an event stream holds, if the chunk is exactly one
-    ``message`` event carrying a response (not a notification, not a request to the client)."""
-    event, data = "message", []
-    try:
-        lines = chunk.decode().replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    except UnicodeDecodeError:
-        return None
-    while lines and not lines[-1]:
-        lines.pop()
-    for line in lines:
-        field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "data":
-            data.append(value)
-        elif field == "event":
-            event = value
-        elif field != "id":  # a comment, a blank line between two events, a retry
-            return None
-    if event != "message" or not data:
-        return None
-    text = "\n".join(data)
-    try:
-        answer = json.loads(text)
-    except ValueError:
-        return None
-    if not isinstance(answer, dict) or "id" not in answer or "method" in answer or not (
-            "result" in answer or "error" in answer):
-        return None
-    return text.encode()
-
 
 _QVALUE = re.compile(r"0(\.[0-9]{0,3})?|1(\.0{0,3})?")  # RFC 9110's qvalue: at most three decimals, 0 to 1
 
