@@ -171,7 +171,7 @@ def test_the_checker_sees_a_circle_and_the_real_imports():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
     edges = graph()
     assert "jupyter_mcp.kernels.sessions" in edges["jupyter_mcp.tools.execution"]
-    assert "jupyter_mcp.tasks.hooks" in edges["jupyter_mcp.tasks.manager"]
+    assert "jupyter_mcp.tasks.hooks" in edges["jupyter_mcp.tasks.running"]
     assert "jupyter_mcp.notebooks.cells" in edges["jupyter_mcp.tools.operations"]  # `from . import cells`
 
 

@@ -8,7 +8,8 @@ import asyncio
 import pytest
 
 from jupyter_mcp.tasks import dialects
-from jupyter_mcp.tasks.manager import TaskError, TaskManager
+from jupyter_mcp.tasks.errors import TaskError
+from jupyter_mcp.tasks.manager import TaskManager
 from jupyter_mcp.tasks.records import TaskRecord
 from jupyter_mcp.tasks.stores import InMemoryTaskStore
 
@@ -171,7 +172,8 @@ async def test_store_retention_and_terminal_records(monkeypatch):
 
 
 async def test_concurrent_submits_cannot_slip_past_the_running_bound():
-    from jupyter_mcp.tasks.manager import LIMIT_REACHED, Limits
+    from jupyter_mcp.tasks.errors import LIMIT_REACHED
+    from jupyter_mcp.tasks.state import Limits
 
     tasks = manager(limits=Limits(running_per_owner=3))
     release = asyncio.Event()
@@ -211,9 +213,9 @@ class Flaky(InMemoryTaskStore):
 
 
 async def test_a_final_state_lands_once_the_store_is_back(monkeypatch):
-    from jupyter_mcp.tasks import manager as manager_module
+    from jupyter_mcp.tasks import running
 
-    monkeypatch.setattr(manager_module, "FINAL_WRITE_RETRY_SEC", (0.01, 0.02))
+    monkeypatch.setattr(running, "FINAL_WRITE_RETRY_SEC", (0.01, 0.02))
     store = Flaky(down=5)
     tasks = TaskManager(store, default_ttl_ms=60_000, max_ttl_ms=60_000, poll_interval_ms=100)
 

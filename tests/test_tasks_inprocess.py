@@ -27,7 +27,7 @@ async def test_an_interrupt_that_fails_does_not_stop_the_cancellation(mcp_url, j
         raise RuntimeError("the kernel's interrupt channel is gone")
 
     mcp_ext.kernels.interrupt = broken
-    caplog.set_level(logging.ERROR, logger="jupyter_mcp.tasks.manager")
+    caplog.set_level(logging.ERROR, logger="jupyter_mcp.tasks.running")
     try:
         async with connect(mcp_url, jp_token, mode=mode) as client:
             tasks = Tasks(client)

@@ -13,7 +13,7 @@ import pytest
 from jupyter_mcp.tools import execution
 from jupyter_mcp.kernels.sessions import Kernels
 from jupyter_mcp.tasks.hooks import current_task
-from jupyter_mcp.tasks.manager import _Run
+from jupyter_mcp.tasks.state import Run
 from jupyter_mcp.tasks.records import TaskRecord
 from jupyter_mcp.testing import eventually
 
@@ -179,7 +179,7 @@ async def test_reply_statuses():
 
 async def test_inside_a_task_the_execution_layer_wires_both_hooks():
     kernels, kernel = kernels_with([stream("line 1\n"), stream("line 2\n"), IDLE])
-    run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
+    run = Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
     token = current_task.set(run)
     try:
         await run_as_tool(kernels, "code")
@@ -201,7 +201,7 @@ async def test_outside_a_task_the_hooks_do_nothing_and_a_silent_run_keeps_no_par
     kernels, _ = kernels_with([IDLE])
     result = await run_as_tool(kernels, "pass")  # no task: nothing to register with
     assert result.status == "ok" and result.outputs == []
-    run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
+    run = Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
     token = current_task.set(run)
     try:
         await run_as_tool(kernels_with([IDLE])[0], "pass")
@@ -223,7 +223,7 @@ async def test_a_run_stopped_while_it_waits_behind_another_never_sends_its_code(
     kernels, kernel = kernels_with([stream("first\n")])  # the first run never goes idle by itself
     first = asyncio.create_task(kernels.run("k", "first()", timeout=30))
     await sent(kernel, "first()")
-    run = _Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
+    run = Run(TaskRecord(task_id="t", owner="me", tool="code_execute"))
     token = current_task.set(run)
     try:
         second = asyncio.create_task(run_as_tool(kernels, "second()"))

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from jupyter_mcp.tasks import dialects
 from jupyter_mcp.tasks.binding import dialect_of, raw_params
 from jupyter_mcp.tasks.dialects import CORE, OFFICIAL, SEED
-from jupyter_mcp.tasks.manager import TaskError
+from jupyter_mcp.tasks.errors import TaskError
 from jupyter_mcp.tasks.records import TaskRecord
 
 pytestmark = pytest.mark.unit

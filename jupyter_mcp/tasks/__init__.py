@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from .binding import EXTENSION_ID, IDEMPOTENCY_KEY, TasksExtension
 from .hooks import PartialResult, ask_input, can_ask, current_task, record_output, register_interrupt, report_status
-from .manager import Limits, TaskManager
+from .manager import TaskManager
 from .records import TaskRecord, TaskStore
+from .state import Limits
 from .stores import InMemoryTaskStore, load_store
 
 __all__ = ["EXTENSION_ID", "IDEMPOTENCY_KEY", "InMemoryTaskStore", "Limits", "PartialResult", "TaskManager", "TaskRecord",

@@ -50,7 +50,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..adapters.fastmcp_lowlevel import low_level_server, raw_request_params
 from . import dialects
 from .dialects import CORE, OFFICIAL, RELATED_TASK, SEED
-from .manager import INTERNAL_ERROR, INVALID_PARAMS, TaskError, TaskManager
+from .errors import INTERNAL_ERROR, INVALID_PARAMS, TaskError
+from .manager import TaskManager
 from .records import TaskRecord
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .manager import INTERNAL_ERROR, INVALID_PARAMS, TaskError
+from .errors import INTERNAL_ERROR, INVALID_PARAMS, TaskError
 from .records import CANCELLED, COMPLETED, FAILED, INPUT_REQUIRED, TaskRecord, iso
 
 SEED = "io.datalayer/tasks"
