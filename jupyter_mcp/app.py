@@ -22,7 +22,8 @@ from .kernels.sessions import KERNEL_ACTIONS, Kernels
 from .notebooks.activity import Activity
 from .notebooks.fileids import prune_stale, running_roots
 from .notebooks.presence import AgentPresence
-from .notebooks.rooms import Rooms, file_id_of
+from .notebooks.room_table import file_id_of
+from .notebooks.rooms import Rooms
 from .notebooks.sweeper import COLLABORATOR_EVENTS, Sweeper
 from .tasks import Limits, TaskManager, load_store
 from .tools.declarations import RUNS_CODE

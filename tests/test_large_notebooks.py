@@ -96,7 +96,7 @@ def test_one_pass_reads_are_what_pycrdt_and_jupyter_ydoc_read(tmp_path):
     notebook's content for saving is jupyter-ydoc's ``aget()``; the cache patched after our
     edits is a fresh read; ``find`` finds a cell that moved."""
     from jupyter_mcp.notebooks import cells
-    from jupyter_mcp.notebooks.rooms import _content
+    from jupyter_mcp.notebooks.content import file_content as _content
 
     written = big_notebook(tmp_path / "n.ipynb", 60)
     content = json.loads((tmp_path / "n.ipynb").read_text())

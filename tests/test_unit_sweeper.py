@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from jupyter_mcp.notebooks.activity import Activity
-from jupyter_mcp.notebooks.rooms import Saved
+from jupyter_mcp.notebooks.saving import Saved
 from jupyter_mcp.notebooks.sweeper import Sweeper
 
 pytestmark = pytest.mark.unit

@@ -5,72 +5,36 @@ Every path-taking tool resolves its notebook here: canonical path â†’ file id â†
 one made by jupyter-server-ydoc itself, under the same per-room lock its websocket handler
 takes. So MCP and the people in JupyterLab always share one document.
 
-This is the one module that uses jupyter-server-ydoc's (and jupyter-ydoc's) internals: the
-room table, a room's document, its file loader, its delayed cleanup, the room locks, all
-reached through ``adapters/ydoc_rooms.py``.
+jupyter-server-ydoc's (and jupyter-ydoc's) internals it needs (the room table, a room's
+document, its file loader, its delayed cleanup, the room locks) are all reached through
+``adapters/ydoc_rooms.py``.
 
-Saving is ours, not jupyter-server-ydoc's ``_save_to_disc``: its save task swallows every
-outcome (a file it may not write is skipped without a word, a failed write is logged and the
-task ends as if it had saved), so a caller could never tell a saved room from a lost one.
-``Rooms.save`` writes through the room's own file loader and says what happened.
+``Rooms`` is the one object the other parts hold: this resolve point and what is open, over
+saving and closing (``saving.Saving``) and the table of rooms (``room_table.RoomTable``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import hashlib
 import os
-import weakref
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from jupyter_server.utils import ensure_async
-from jupyter_server_ydoc.utils import (
-    OutOfBandChanges,
-    decode_file_path,
-    encode_file_path,
-    room_id_from_encoded_path,
-)
-from jupyter_ydoc import YNotebook
-from jupyter_ydoc.utils import cast_all
-from pycrdt import Doc, Map
+from pycrdt import Map
 
 from ..adapters import ydoc_rooms
 from ..adapters.ydoc_rooms import document_of, loader_of
 from ..errors import NotebookError, logs_its_error
-from . import cells, memory
-from .fileids import Reattaching, lost_path
-from .paths import canonical_path, hidden_part, read_real_file, real_file, to_os_path
+from . import memory
+from .checked_files import CheckedFiles
+from .content import file_content, without_placeholders
+from .paths import canonical_path, hidden_part, real_file, to_os_path
+from .room_table import file_id_of, room_id_of
+from .saving import Saving
 
 OPEN_TIMEOUT_SEC = 60.0  # a room that is not up by then is broken (its store failed, say)
 GLOBAL_AWARENESS_ROOM = "JupyterLab:globalAwareness"  # what JupyterLab's Collaborators panel shows
-
-
-def room_id_of(file_id: str) -> str:
-    return room_id_from_encoded_path(encode_file_path("json", "notebook", file_id))
-
-
-def file_id_of(room_id: str) -> str:
-    return decode_file_path(room_id)[2]
-
-
-# What jupyter-ydoc puts in a notebook's metadata when its file has none (YNotebook._set):
-# placeholders, not the notebook's; a save leaves them out rather than write them into the file.
-METADATA_PLACEHOLDERS = {"kernelspec": {"name": "", "display_name": ""}, "language_info": {"name": ""}}
-
-
-@dataclass(frozen=True)
-class Saved:
-    """What a save did. ``ok``: the file holds the room's document (written now, or it already
-    did: ``wrote`` says which). Otherwise ``reason`` says why not, naming the file."""
-
-    ok: bool
-    reason: str | None = None
-    wrote: bool = False
-    gone: bool = False  # the file no longer exists: there is nothing to save the room into
 
 
 @dataclass
@@ -108,33 +72,8 @@ class LiveNotebook:
         return (self.metadata().get("kernelspec") or {}).get("name")
 
 
-class Rooms:
-    """Resolves notebooks to their rooms, and saves and closes rooms for the sweeper."""
-
-    def __init__(self, serverapp: Any, root_dir: str) -> None:
-        self.serverapp = serverapp
-        self.root_dir = root_dir
-        self._resolved: dict[str, str] = {}  # canonical path -> room id, as last resolved
-        # room -> its document's state vector when it last differed from its file: a save tried
-        # again (after a failure) writes without reading the file again if nothing changed since
-        self._differs: weakref.WeakKeyDictionary[Any, bytes] = weakref.WeakKeyDictionary()
-        self._loads: dict[str, asyncio.Future[None]] = {}  # room id -> its load under way
-
-    @property
-    def ydoc(self) -> Any:
-        """jupyter-server-ydoc's extension app (looked up late: extensions load alphabetically)."""
-        ext = self.serverapp.web_app.settings.get("jupyter_server_ydoc")
-        if ext is None:
-            raise RuntimeError("jupyter-server-ydoc is not enabled on this server; live notebooks need it")
-        return ext
-
-    @property
-    def file_ids(self) -> Any:
-        return self.serverapp.web_app.settings["file_id_manager"]
-
-    @property
-    def _table(self) -> dict[str, Any]:
-        return ydoc_rooms.room_table(self.ydoc)
+class Rooms(Saving):
+    """Resolves notebooks to their rooms; saves and closes rooms for the sweeper (``Saving``)."""
 
     async def start(self) -> None:
         """Start the ydoc websocket server now, as its handler does on the first UI connection,
@@ -180,13 +119,6 @@ class Rooms:
             raise NotebookError(f"{refusal}, so an edit could never be saved; nothing was changed. Reading it "
                                 "works; to edit it, make the file writable for the server")
         return canonical
-
-    def _cannot_write(self, canonical: str) -> str | None:
-        """Why the server may not write this notebook's file, or None if it may."""
-        if os.access(to_os_path(self.root_dir, canonical), os.W_OK):
-            return None
-        return (f"the server cannot write {canonical!r} (its file permissions do not let the user the server "
-                "runs as write it)")
 
     async def open(self, path: object) -> LiveNotebook:
         """The live notebook at ``path``, attaching to its room or creating it."""
@@ -261,11 +193,6 @@ class Rooms:
         for a room a person opened (an agent's call does it for the rooms MCP opens)."""
         memory.keep_no_history(document_of(room))
 
-    def _reattaching(self, loader: Any) -> None:
-        file_ids = ydoc_rooms.loader_file_ids(loader)
-        if not isinstance(file_ids, Reattaching):
-            ydoc_rooms.set_loader_file_ids(loader, Reattaching(file_ids, loader, self.root_dir))
-
     def _in_use(self, nb: LiveNotebook) -> LiveNotebook:
         """MCP uses this room now: ydoc's own delayed cleanup (armed when the last UI client
         left) no longer applies to it; the sweeper decides when it closes."""
@@ -304,7 +231,7 @@ class Rooms:
 
     async def content(self, nb: LiveNotebook) -> dict[str, Any]:
         """The live notebook as its file would hold it if it were saved now."""
-        return _without_placeholders(await _content(nb.doc))
+        return without_placeholders(await file_content(nb.doc))
 
     # -- what is open ----------------------------------------------------------
 
@@ -315,17 +242,6 @@ class Rooms:
 
     def path_of(self, room_id: str) -> str | None:
         return self.file_ids.get_path(file_id_of(room_id))
-
-    def whereabouts(self, room_id: str, room: Any) -> tuple[str | None, str | None]:
-        """The room's file (its id's path, or the last one its loader knew) and, when its id has
-        lost its row and it could not be put back, why the room cannot save."""
-        loader = loader_of(room)
-        self._reattaching(loader)
-        try:
-            return loader.path, None
-        except RuntimeError:
-            last = ydoc_rooms.last_path_of(loader)
-            return last, lost_path(self.file_ids, file_id_of(room_id), last, self.root_dir)
 
     def open_notebooks(self) -> dict[str, LiveNotebook]:
         """Every notebook with an open room, by path (one file-id lookup per open room)."""
@@ -339,182 +255,3 @@ class Rooms:
     def global_awareness(self) -> Any | None:
         """The room whose awareness JupyterLab's Collaborators panel shows, if it is open."""
         return self._table.get(GLOBAL_AWARENESS_ROOM)
-
-    # -- saving and closing ----------------------------------------------------
-
-    @asynccontextmanager
-    async def locked(self, room_id: str) -> AsyncIterator[Any | None]:
-        """Hold the room's lock (the one the websocket handler takes); yields the room."""
-        async with ydoc_rooms.room_lock(self.ydoc, room_id):
-            yield self._table.get(room_id)
-
-    async def save(self, room: Any) -> Saved:
-        """Make the room's file hold the room's document, and say whether it does.
-
-        A document that is what loading its file gives (nobody changed it, or
-        jupyter-server-ydoc's autosave already wrote the change) is not written: a read never
-        rewrites a file. Otherwise it is written through the room's file loader (what Ctrl+S
-        does, and with its check for changes on disk), jupyter-ydoc's metadata placeholders
-        left out. Never raises for a failed save: the answer says why, naming the file."""
-        loader = loader_of(room)
-        path, lost = self.whereabouts(room.room_id, room)
-        if lost is not None:  # the id lost its row: a deleted file, or another program removed it
-            gone = path is None or not os.path.lexists(to_os_path(self.root_dir, path))
-            return Saved(False, lost, gone=gone)
-        assert path is not None
-        if ydoc_rooms.is_reloading(room):
-            return Saved(False, f"{path!r} is being reloaded into the room (it changed on disk); not saved yet")
-        state = room.ydoc.get_state()
-        content = await _content(document_of(room))
-        if not os.path.exists(to_os_path(self.root_dir, path)):
-            return Saved(False, f"{path!r} was deleted", gone=True)
-        if self._differs.get(room) != state:
-            try:
-                if await self._matches_file(room, path, content):
-                    return Saved(True)
-            except Exception:
-                pass  # unreadable: the write below says whether it can be saved
-            self._differs[room] = state
-        file_format, file_type = ydoc_rooms.file_format_and_type(room)
-        model = {"format": file_format, "type": file_type, "content": _without_placeholders(content)}
-        try:
-            saved_model = await loader.maybe_save_content(model)
-        except OutOfBandChanges:
-            # jupyter-server-ydoc's rule: the file on disk wins, the room takes its content.
-            await ydoc_rooms.take_file_content(room)
-            return Saved(False, f"{path!r} changed on disk since the room loaded it; the room took the file's "
-                                "content (as jupyter-server-ydoc does) and its own unsaved edits were dropped")
-        except Exception as exc:
-            reason = getattr(exc, "log_message", None) or str(exc) or type(exc).__name__
-            reason = reason.replace(self.root_dir.rstrip(os.sep) + os.sep, "")  # workspace paths, not the box's
-            return Saved(False, f"writing {path!r} failed: {reason}")
-        if saved_model is None:  # the loader skips a file the contents manager says is not writable
-            return Saved(False, self._cannot_write(path) or f"the save of {path!r} was interrupted")
-        self._differs.pop(room, None)
-        if room.clients:  # mark the save as jupyter-server-ydoc marks its own, for the people in the room
-            # (with nobody there, the room is about to close: a change now would reach its
-            # broadcast loop after the room stopped)
-            await ydoc_rooms.mark_saved(room, saved_model["hash"])
-        return Saved(True, wrote=True)
-
-    async def _matches_file(self, room: Any, path: str, content: Any) -> bool:
-        """Whether ``content`` is what loading the file into a room gives now (read through the
-        contents manager directly: the loader's own read would reset its changed-on-disk check)."""
-        contents = self.serverapp.contents_manager
-        file_format, file_type = ydoc_rooms.file_format_and_type(room)
-        model = await ensure_async(contents.get(path, format=file_format, type=file_type, content=True))
-        loaded = model["content"]
-        if file_type == "file" and isinstance(loaded, str):
-            loaded = loaded.replace("\r\n", "\n")  # as the loader normalises text files
-        fresh = await asyncio.to_thread(_loaded_into, type(document_of(room)), loaded)
-        fresh_content = await _content(fresh)
-        _same_made_up_ids(loaded, fresh_content, content)
-        return fresh_content == content
-
-    async def close(self, room_id: str, room: Any) -> None:
-        """Delete the room as jupyter-server-ydoc's handler does when its last client left."""
-        await ydoc_rooms.delete_room(self.ydoc, room, file_id_of(room_id))
-        self._resolved = {path: rid for path, rid in self._resolved.items() if rid != room_id}
-        # What served the room may still hold it (a person's websocket handler, held by the
-        # context of every task and timer of its request, jupyter-server-ydoc's cancelled cleanup
-        # timer among them: memory.py); it holds an empty shell. Nothing serves the room any more,
-        # and an update still queued in its store is written all the same (its flush timer holds it).
-        ydoc_rooms.let_go(room)
-
-
-class CheckedFiles:
-    """The contents manager as one file's loader uses it, checking the file it actually read or
-    is about to write, not only the path: the contents manager opens by path and follows
-    symlinks (its atomic writing writes a symlink's target, and a hard link's other names, in
-    place), so a notebook swapped for a symlink after its path was checked would bring a file
-    from outside the workspace into the room, or have the room written into it.
-
-    A read asks for the hash of the bytes the contents manager parsed, and compares it with the
-    hash of the workspace's own file, read without following a symlink (``read_real_file``):
-    anything else read is refused before the room gets it. A write first checks the file
-    (``real_file``), with no await between the check and the contents manager's open."""
-
-    def __init__(self, contents: Any, root_dir: str) -> None:
-        self._contents = contents
-        self._root_dir = root_dir
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._contents, name)
-
-    async def get(self, path: str, content: bool = True, **kwargs: Any) -> dict[str, Any]:
-        if not content:
-            return await ensure_async(self._contents.get(path, content=False, **kwargs))
-        kwargs["require_hash"] = True
-        model = await ensure_async(self._contents.get(path, content=True, **kwargs))
-        algorithm = model["hash_algorithm"]
-        own = await asyncio.to_thread(lambda: hashlib.new(algorithm, read_real_file(self._root_dir, path)).hexdigest())
-        if own != model["hash"]:
-            raise NotebookError(f"{path!r} changed while it was read (the file read was not the workspace's own "
-                                "file at that path, or it was written meanwhile); nothing read was used, try again")
-        return model
-
-    async def save(self, model: dict[str, Any], path: str) -> dict[str, Any]:
-        real_file(self._root_dir, path)  # a symlink or a hard link there now: refused, nothing written
-        return await ensure_async(self._contents.save(model, path))
-
-
-def _loaded_into(document_type: Any, content: Any) -> Any:
-    """A new document of ``document_type`` holding ``content``, as a room loads it. Run in a
-    worker thread: the document is its own (pycrdt may be used from any thread), and
-    jupyter-ydoc builds a notebook cell by cell, each insert walking the list from its start
-    (quadratic: 13 s of CPU for 20,000 cells), in steps of at most a few ms each, so the
-    event loop gets the interpreter back between them."""
-    fresh = document_type(Doc())
-    fresh.set(content)
-    return fresh
-
-
-async def _content(document: Any) -> Any:
-    """The document's content as its file holds it: what jupyter-ydoc's ``aget`` answers, for a
-    notebook read in one pass (``cells.decode_list`` of pycrdt's JSON of the cell list).
-    ``aget`` reads cell by cell, each read walking the list from its start: 24 s of event
-    loop for 20,000 cells. Cells as jupyter-ydoc's ``_cell_to_py`` gives them (no running
-    mark; no ids before nbformat 4.5; no empty attachments on a markdown or raw cell); a
-    notebook with a cell id twice is left to ``aget`` (it renumbers them in the document)."""
-    if not isinstance(document, YNotebook):
-        return await document.aget()
-    plain: list[dict[str, Any]] = await cells.decode_list(str(document.ycells))  # new objects: ours to change
-    ids = [cell.get("id") for cell in plain if cell.get("id") is not None]
-    if len(ids) != len(set(ids)):
-        return await document.aget()
-    meta = cast(dict[str, Any], cast_all(ydoc_rooms.notebook_meta(document).to_py() or {}, float, int))  # a dict in, a dict out
-    no_ids = int(meta.get("nbformat", 0)) == 4 and int(meta.get("nbformat_minor", 0)) <= 4
-    for cell in plain:
-        cell.pop("execution_state", None)
-        if no_ids:
-            cell.pop("id", None)
-        if cell.get("cell_type") in ("raw", "markdown") and "attachments" in cell and not cell["attachments"]:
-            del cell["attachments"]
-    return {"cells": plain, "metadata": meta.get("metadata", {}), "nbformat": int(meta.get("nbformat", 0)),
-            "nbformat_minor": int(meta.get("nbformat_minor", 0))}
-
-
-def _without_placeholders(content: Any) -> Any:
-    """A notebook's content without the metadata jupyter-ydoc made up for a file that had none."""
-    metadata = content.get("metadata") if isinstance(content, dict) else None
-    if not isinstance(metadata, dict) or not any(metadata.get(k) == v for k, v in METADATA_PLACEHOLDERS.items()):
-        return content
-    content = {**content, "metadata": copy.copy(metadata)}
-    for key, placeholder in METADATA_PLACEHOLDERS.items():
-        if content["metadata"].get(key) == placeholder:
-            del content["metadata"][key]
-    return content
-
-
-def _same_made_up_ids(loaded: Any, fresh: Any, live: Any) -> None:
-    """Give ``fresh`` the live document's ids where jupyter-ydoc made one up at random on
-    loading (a cell with no id in the file; the one empty cell of a notebook with none), so
-    that loading the same file twice compares equal."""
-    if not (isinstance(loaded, dict) and isinstance(fresh, dict) and isinstance(live, dict)):
-        return
-    file_cells = loaded.get("cells") or []
-    made_up = [i for i, cell in enumerate(file_cells) if "id" not in cell] if file_cells else [0]
-    fresh_cells, live_cells = fresh.get("cells") or [], live.get("cells") or []
-    for i in made_up:
-        if i < len(fresh_cells) and i < len(live_cells) and "id" in fresh_cells[i] and "id" in live_cells[i]:
-            fresh_cells[i]["id"] = live_cells[i]["id"]

@@ -25,7 +25,7 @@ from ..notebooks import cells, changes, files, moves, outputs, presence, search
 from ..notebooks.cells import CellType
 from ..notebooks.cursors import Positions
 from ..notebooks.paths import canonical_path, read_real_file
-from ..notebooks.rooms import file_id_of
+from ..notebooks.room_table import file_id_of
 from . import views
 from .execution import ClientStream
 from .operations import Notebooks, agent_cell, insert_cell, read_answer
