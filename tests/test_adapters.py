@@ -119,11 +119,93 @@ def test_sdk_client():
 def test_fastmcp_low_level_server():
     from fastmcp import FastMCP
 
-    low = fastmcp_lowlevel.low_level_server(FastMCP("t"))
+    mcp = FastMCP("t")
+    low = fastmcp_lowlevel.low_level_server(mcp)
     assert parameters(low.add_request_handler)[:3] == ["method", "params_type", "handler"] \
-        and isinstance(low.middleware, list) and callable(low.get_capabilities), \
-        moved("fastmcp", "FastMCP._mcp_server (the SDK's Server: add_request_handler, middleware, "
-                         "get_capabilities)", fastmcp_lowlevel)
+        and isinstance(low.middleware, list), \
+        moved("fastmcp", "FastMCP._mcp_server (the SDK's Server: add_request_handler, middleware)", fastmcp_lowlevel)
+    mine = object()
+    fastmcp_lowlevel.add_server_middleware(mcp, mine)
+    assert low.middleware[-1] is mine  # innermost: it sees the result as the runner shaped it
+
+
+# What tasks/answer_swap.py stands on: fastmcp hands an interceptor's non-ToolResult to the SDK's
+# runner; the runner refuses a task in a 2025-11-25 tools/call result (so the placeholder), keeps a
+# placeholder's _meta, and does not check what a server middleware returns (so the swap).
+
+_TASK = {"taskId": "t1", "status": "working", "createdAt": "2026-01-01T00:00:00Z",
+         "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttl": None}
+
+
+def _server_answering(answer_slow: Any, swap: bool) -> Any:
+    """A FastMCP server whose ``slow`` tool is answered by an interceptor (as the tasks binding's is)."""
+    from fastmcp import FastMCP
+    from fastmcp.server.extensions import ServerExtension
+
+    from jupyter_mcp.tasks import answer_swap
+
+    class Answering(ServerExtension):
+        identifier = "test.example/answering"
+
+        async def intercept_tool_call(self, params: Any, context: Any, call_next: Any) -> Any:
+            return answer_slow() if params.name == "slow" else await call_next()
+
+    mcp = FastMCP("t")
+    mcp.tool(lambda: "ran", name="slow")
+    mcp.tool(lambda: "quick", name="quick")
+    mcp.add_extension(Answering())
+    if swap:
+        answer_swap.install(mcp)
+    return fastmcp_lowlevel.low_level_server(mcp)
+
+
+async def _call(server: Any, mode: str, name: str) -> Any:
+    from mcp import Client
+
+    from jupyter_mcp.client import CORE, SEED, Tasks
+
+    from mcp.shared.exceptions import MCPError
+
+    async with Client(server, mode=mode) as client:
+        caps = client.session.server_capabilities if mode == "legacy" else None
+        try:
+            return caps, await Tasks(client, CORE if mode == "legacy" else SEED).request(
+                "tools/call", {"name": name, "arguments": {}})
+        except MCPError as exc:  # the error the client was answered, not the session's teardown
+            return caps, exc
+
+
+async def test_sdk_refuses_a_task_as_a_2025_tools_call_result():
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import CreateTaskResult
+
+    server = _server_answering(lambda: CreateTaskResult.model_validate({"task": _TASK}), swap=False)
+    _, answered = await _call(server, "legacy", "slow")
+    if not isinstance(answered, MCPError) or "invalid result" not in str(answered):
+        pytest.fail("mcp (the SDK) now accepts a CreateTaskResult as a 2025-11-25 tools/call result: "
+                    "jupyter_mcp/tasks/answer_swap.py's placeholder and swap can give way to fastmcp's "
+                    "interceptor returning it (read the upgrade's changes)")
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_sdk_keeps_the_placeholder_and_puts_the_swapped_answer_on_the_wire(mode):
+    from jupyter_mcp.tasks import answer_swap
+
+    answer = {"task": _TASK, **({"resultType": "task"} if mode != "legacy" else {})}
+    _, placeholder = await _call(_server_answering(lambda: answer_swap.carrying(answer, "t1"), swap=False),
+                                 mode, "slow")
+    assert placeholder["_meta"][answer_swap.PLACEHOLDER_KEY] == answer, \
+        moved("fastmcp or mcp (the SDK)", "a ToolResult's meta reaching the wire as _meta, unchanged", fastmcp_lowlevel)
+    server = _server_answering(lambda: answer_swap.carrying(answer, "t1"), swap=True)
+    caps, swapped = await _call(server, mode, "slow")
+    assert swapped == answer, \
+        moved("mcp (the SDK)", "Server.middleware's result going on the wire unchecked", fastmcp_lowlevel)
+    _, quick = await _call(server, mode, "quick")
+    assert quick["content"][0]["text"] == "quick" and answer_swap.PLACEHOLDER_KEY not in quick.get("_meta", {})
+    if mode == "legacy":
+        assert caps.tasks is not None and caps.tasks.list is not None and caps.tasks.cancel is not None \
+            and caps.tasks.requests.tools.call is not None, \
+            moved("mcp (the SDK)", "the initialize result passing through Server.middleware", fastmcp_lowlevel)
 
 
 def test_fastmcp_raw_request_params():

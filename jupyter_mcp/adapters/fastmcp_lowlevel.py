@@ -9,8 +9,16 @@ from typing import Any
 def low_level_server(mcp: Any) -> Any:
     """The SDK's low-level ``Server`` a FastMCP server wraps (``FastMCP._mcp_server``): the only place
     to bind request handlers fastmcp does not route (resources/subscribe, subscriptions/listen) and
-    to add a server middleware whose result is not validated (the tasks binding's)."""
+    to add a server middleware whose result is not validated (``add_server_middleware``)."""
     return mcp._mcp_server
+
+
+def add_server_middleware(mcp: Any, middleware: Any) -> None:
+    """Add an SDK server middleware (``Server.middleware``, ``(ctx, call_next) -> result``) to the
+    low-level server under a FastMCP server, innermost: it sees the wire result the SDK's runner
+    shaped and checked, and what it returns is not checked again (the tasks binding's answer swap,
+    ``tasks/answer_swap.py``). fastmcp has no public way to add one."""
+    low_level_server(mcp).middleware.append(middleware)
 
 
 def raw_request_params(request_context: Any) -> Any:

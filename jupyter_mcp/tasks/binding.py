@@ -9,9 +9,9 @@ tasks. On 2026-07-28, which has no core tasks, a client that declared neither is
 (-32021), as the official extension says.
 
 The SDK defines the shapes of 2025-11-25 but routes none of the methods, so they are bound
-here as extension methods. On 2025-11-25 connections the runner validates a tools/call
-result as a CallToolResult, so the interceptor answers a placeholder and a server middleware
-(whose return value is not validated) swaps in the task answer.
+here as extension methods. The SDK checks a 2025-11-25 tools/call result as a CallToolResult, so
+how the task answer gets on the wire (a placeholder the interceptor answers, swapped by a server
+middleware, and the ``tasks`` capability at initialize) is ``answer_swap.py``'s, and only its.
 """
 
 from __future__ import annotations
@@ -38,17 +38,15 @@ from mcp_types import (
     GetTaskRequestParams,
     PaginatedRequestParams,
     RequestParams,
-    ServerTasksCapability,
     TaskStatusNotification,
     TaskStatusNotificationParams,
-    TextContent,
     ToolExecution,
 )
 from mcp_types.jsonrpc import HEADER_MISMATCH, METHOD_NOT_FOUND, MISSING_REQUIRED_CLIENT_CAPABILITY
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..adapters.fastmcp_lowlevel import low_level_server, raw_request_params
-from . import dialects
+from ..adapters.fastmcp_lowlevel import raw_request_params
+from . import answer_swap, dialects
 from .dialects import CORE, OFFICIAL, RELATED_TASK, SEED
 from .errors import INTERNAL_ERROR, INVALID_PARAMS, TaskError
 from .manager import TaskManager
@@ -58,7 +56,6 @@ log = logging.getLogger(__name__)
 
 EXTENSION_ID = SEED
 IDEMPOTENCY_KEY = "io.datalayer/idempotency-key"
-_PLACEHOLDER = EXTENSION_ID + "#created"
 TASK_METHODS = ("tasks/get", "tasks/list", "tasks/cancel", "tasks/result")
 # methods the official extension does not have, and what its clients do instead
 NOT_OFFICIAL = {"tasks/list": "it has no list, by design; keep the ids you are given",
@@ -238,21 +235,12 @@ class TasksExtension(ServerExtension):
         return self._bindings
 
     def install(self, mcp: Any) -> None:
-        """Register on a FastMCP server, with the legacy-era advertising and result swap."""
+        """Register on a FastMCP server, with the task answer's way onto the wire (``answer_swap``)."""
         mcp.add_extension(self)
         mcp.add_extension(_Advertised())
         mcp.add_middleware(_TaskSupportInToolList())
         mcp.experimental_capabilities[EXTENSION_ID] = self.settings()
-        low = low_level_server(mcp)
-        low.middleware.append(self._swap_placeholder)
-        plain = low.get_capabilities
-
-        def get_capabilities(*args: Any, **kwargs: Any) -> Any:
-            caps = plain(*args, **kwargs)
-            tasks = ServerTasksCapability.model_validate({"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}})
-            return caps.model_copy(update={"tasks": tasks})
-
-        low.get_capabilities = get_capabilities
+        answer_swap.install(mcp)
 
     # -- tools/call ------------------------------------------------------------------
 
@@ -284,15 +272,7 @@ class TasksExtension(ServerExtension):
         except Exception as exc:
             raise _mcp_error(exc, "tools/call", self.manager.store) from None
         answer = dialects.created(dialect, record, modern=rc.protocol_version in MODERN_PROTOCOL_VERSIONS)
-        return ToolResult(content=[TextContent(type="text", text=f"task {record.task_id} created")],
-                          meta={_PLACEHOLDER: answer})
-
-    async def _swap_placeholder(self, ctx: Any, call_next: Any) -> Any:
-        result = await call_next(ctx)
-        if ctx.method != "tools/call" or not isinstance(result, dict):
-            return result
-        answer = (result.get("_meta") or {}).get(_PLACEHOLDER)
-        return result if answer is None else answer
+        return answer_swap.carrying(answer, record.task_id)
 
     @staticmethod
     def _can_ask(rc: Any, dialect: str) -> bool:
