@@ -1,19 +1,24 @@
 """Command-line tools and libraries from the npm registry (the MCP Inspector,
 configurable-http-proxy, the TypeScript SDKs), installed once into a folder of the checkout,
-never globally."""
+never globally. Test processes running side by side (pytest-xdist's workers) install into one
+folder one at a time: a lock file beside it is held for the check and the install."""
 
 from __future__ import annotations
 
+import fcntl
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
 def npm_tool(package: str, prefix: Path, command: str) -> Path:
     """``package`` (``name@version``) installed into ``prefix`` unless it is there; its ``command``."""
     binary = prefix / "node_modules" / ".bin" / command
-    if not binary.exists():
-        _install([package], prefix)
+    with _one_at_a_time(prefix):
+        if not binary.exists():
+            _install([package], prefix)
     return binary
 
 
@@ -21,9 +26,22 @@ def npm_packages(packages: list[str], prefix: Path) -> Path:
     """``packages`` (``name@version`` each) installed into ``prefix`` unless they are there; the
     folder, where a script placed in it finds them as its node_modules."""
     names = [package.rsplit("@", 1)[0] for package in packages]
-    if not all((prefix / "node_modules" / name / "package.json").exists() for name in names):
-        _install(packages, prefix)
+    with _one_at_a_time(prefix):
+        if not all((prefix / "node_modules" / name / "package.json").exists() for name in names):
+            _install(packages, prefix)
     return prefix
+
+
+@contextmanager
+def _one_at_a_time(prefix: Path) -> Iterator[None]:
+    """Held while ``prefix`` is checked and installed into, across processes."""
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    with open(prefix.parent / f".{prefix.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def _install(packages: list[str], prefix: Path) -> None:
