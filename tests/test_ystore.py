@@ -99,6 +99,7 @@ async def test_a_reopened_room_reads_what_its_closed_store_still_held(tmp_path):
         with doc.new_transaction():
             text += "queued"
         await closed.write(doc.get_update())
+        await closed.db_initialized.wait()  # the room had its store long before it closed
         async with store_at(tmp_path / "ystore.db", "json:notebook:two") as reopened:
             again = Doc()
             await reopened.apply_updates(again)

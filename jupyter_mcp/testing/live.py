@@ -19,10 +19,45 @@ from typing import Any
 import httpx
 
 
+#: How many ports below the system's ephemeral range ``free_port`` takes them from, and in how
+#: many slices (one per pytest-xdist worker, by its number).
+PORT_BAND, PORT_SLICES = 12000, 8
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A port nobody listens on, that stays free until a server binds it minutes later.
+
+    A port the system picked (bind to port 0) comes from its ephemeral range, which it hands
+    to every outgoing connection and kernel socket in the meantime: with test processes side
+    by side, a box whose build takes a minute found its port taken. So the port is taken from
+    a band just below that range, which the system never hands out on its own, in this
+    worker's slice of the band, and never twice in one process."""
+    low = _ephemeral_low()
+    size = PORT_BAND // PORT_SLICES
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    start = low - PORT_BAND + (int(worker) % PORT_SLICES if worker.isdigit() else 0) * size
+    offset = secrets.randbelow(size)
+    for i in range(size):
+        port = start + (offset + i) % size
+        if port in _handed_out:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
+    raise RuntimeError(f"no free port in {start}..{start + size - 1}")
+
+
+def _ephemeral_low() -> int:
+    """The lowest port of the system's ephemeral range (Linux's default: 32768)."""
+    try:
+        return max(PORT_BAND + 1024, int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def end_process(proc: subprocess.Popen, sig: int = signal.SIGTERM, timeout: float = 20) -> int:
