@@ -287,6 +287,7 @@ async def unlimited_client(server: LiveServer):
 
 
 @pytest.mark.slow  # a wall-clock threshold (250 ms) no benchmark measures: out of `-m 'not slow'`
+@pytest.mark.alone  # and measured with no other test sharing the CPU
 async def test_big_dissimilar_edits_never_hold_the_server(live_factory):
     """cell_update with large random texts, each unlike the last (32 K characters up to the
     cap, the last all 4-byte characters), while another client polls GET /api/status: no

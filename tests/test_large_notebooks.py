@@ -24,6 +24,7 @@ HOLD_SEC = 0.25
 
 @pytest.mark.live
 @pytest.mark.slow  # wall-clock thresholds (benchmarks' open_big measures the open only): out of `-m 'not slow'`
+@pytest.mark.alone  # and measured with no other test sharing the CPU
 async def test_a_20000_cell_notebook_never_holds_the_server(live_factory):
     server = live_factory()
     name = "big.ipynb"

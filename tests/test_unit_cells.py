@@ -224,6 +224,7 @@ def test_a_small_edit_touches_only_what_changed():
 
 
 @pytest.mark.slow  # a wall-clock threshold (0.2 s) no benchmark measures: out of `-m 'not slow'`
+@pytest.mark.alone  # and measured with no other test sharing the CPU
 def test_a_big_dissimilar_replacement_is_fast_and_exact():
     rnd = random.Random(4)
     alphabet = "".join(map(chr, range(32, 127))) + "é中😀"  # difflib's slowest case: seconds at 32 KB

@@ -29,6 +29,7 @@ MARKERS = (
     "live: a Jupyter server (in-process or a spawned `jupyter lab`), kernels, Redis, a hub, a browser...",
     "slow: the long ones (the crash matrix, soaks, anything over about 30 s); `-m 'not slow'` leaves them out",
     "crash: the kill matrix (real SIGKILLs and restarts, about 3 minutes); CI runs it, `-m 'not crash'` leaves it out",
+    "alone: a wall-clock bound (how long the server is held): the full run runs these after the others, one at a time, so no other test shares the CPU they measure",
 )
 
 # Fixtures that start a Jupyter server (in this process or another) or some other process: a
