@@ -78,9 +78,11 @@ class LocalBox:
 @starts_process
 def local_box(tmp_path_factory):
     box = LocalBox(tmp_path_factory.mktemp("box"))
-    box.build()
-    yield box
-    box.stop()
+    try:
+        box.build()
+        yield box
+    finally:  # also when its server started but never answered
+        box.stop()
 
 
 def test_the_local_box_passes_every_check(local_box):

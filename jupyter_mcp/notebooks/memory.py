@@ -7,8 +7,8 @@ closed).
   keeps every deleted piece for as long as the room is open: each source an edit replaced, each
   output a new run cleared. Nothing on the server undoes anything (JupyterLab's undo runs in the
   browser, on the tab's own document; jupyter-collaboration's forks have documents of their
-  own), so a room's document keeps no undo history here (``keep_no_history``: when an agent's
-  call opens a room, ``notebooks.py``, and when a person joins one, ``Rooms.keep_no_history``).
+  own), so a room's document keeps no undo history here (``keep_no_history``: when MCP opens a
+  room, ``Rooms.open``, and when a person joins one, ``Rooms.keep_no_history``).
   Measured: after 100 replacements of a 2 KB cell source and 100 runs, a document whose cells
   are 2.4 KB encoded as 207 KB (what a tab opening the notebook downloads); without the history,
   as 12 KB (tests/test_room_freeing.py).
@@ -19,8 +19,8 @@ closed).
   the life of the server, the websocket server's monitor task, which jupyter-collaboration starts
   in the first tab's request. So ``Rooms.close`` makes the closed room let go of its document, its
   update store and its file loader (whatever still holds the room holds an empty shell), and
-  ``Rooms.start`` starts the monitor outside any request (both in ``rooms.py``, the one module
-  that knows jupyter-server-ydoc's internals).
+  ``Rooms.start`` starts the monitor outside any request (``saving.py`` and ``rooms.py``, through
+  ``adapters/ydoc_rooms.py``, the one module that knows jupyter-server-ydoc's internals).
 """
 
 from __future__ import annotations

@@ -190,13 +190,15 @@ class Rooms(Saving):
 
     def keep_no_history(self, room: Any) -> None:
         """The room's document records no undo history from now on (``memory.keep_no_history``):
-        for a room a person opened (an agent's call does it for the rooms MCP opens)."""
+        for a room a person opened (``open`` does it for every room MCP uses)."""
         memory.keep_no_history(document_of(room))
 
     def _in_use(self, nb: LiveNotebook) -> LiveNotebook:
         """MCP uses this room now: ydoc's own delayed cleanup (armed when the last UI client
-        left) no longer applies to it; the sweeper decides when it closes."""
+        left) no longer applies to it; the sweeper decides when it closes. Its document keeps
+        no undo history."""
         self.keep_open(nb.room)
+        memory.keep_no_history(nb.doc)
         return nb
 
     def keep_open(self, room: Any) -> None:

@@ -18,7 +18,7 @@ from .. import permissions
 from ..errors import NotebookError
 from ..identity import Agent
 from ..kernels.sessions import Kernels
-from ..notebooks import cells, memory, outputs
+from ..notebooks import cells, outputs
 from ..notebooks.activity import Activity
 from ..notebooks.cells import CellType
 from ..notebooks.presence import AgentPresence
@@ -46,7 +46,6 @@ class Notebooks:
     async def open(self, path: str, agent: Agent) -> LiveNotebook:
         """The notebook's live room, with the agent announced in it."""
         nb = await self.rooms.open(path)
-        memory.keep_no_history(nb.doc)
         self.activity.touch(nb.room_id)
         self.presence.seen(agent, nb.room_id, nb.room, nb.path, self.rooms.global_awareness())
         return nb
