@@ -95,8 +95,11 @@ class Hub:
 
     def config(self) -> str:
         base, bin_dir = self.base, Path(sys.executable).parent
+        # No autosave within a test: what a stop saves is then only in the room when it comes (a
+        # loaded machine took more than the default 1 s between two edits, and the autosave wrote first).
         single_user_args = ["--ServerApp.authorizer_class=jupyter_mcp.testing.hub.HubScopesAuthorizer",
-                            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+                            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+                            "--YDocExtension.document_save_delay=3600"]
         if os.geteuid() == 0:
             single_user_args.append("--allow-root")
         settings = {
